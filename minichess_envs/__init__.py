@@ -1,0 +1,20 @@
+"""minichess-envs: exact small-board chess for reinforcement learning."""
+
+from minichess_envs.engine import (
+    BLACK,
+    WHITE,
+    FenError,
+    IllegalMoveError,
+    Move,
+    Outcome,
+    Position,
+    Termination,
+)
+from minichess_envs.variants import VARIANTS, Castling, Variant, get_variant, register_variant
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BLACK", "WHITE", "Castling", "FenError", "IllegalMoveError", "Move", "Outcome", "Position",
+    "Termination", "VARIANTS", "Variant", "get_variant", "register_variant",
+]

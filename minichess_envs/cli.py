@@ -1,0 +1,123 @@
+"""The ``minichess`` command line: variants, positions, perft, demo games.
+
+Usage::
+
+    minichess variants
+    minichess show VARIANT [--fen FEN]
+    minichess perft VARIANT DEPTH [--fen FEN] [--divide]
+    minichess demo [--variant NAME] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import COLOR_NAMES, FenError, Position
+from minichess_envs.variants import VARIANTS, get_variant
+
+
+def _rules_summary(v) -> str:
+    parts = [v.win_rule.replace("_", " ")]
+    if v.double_step:
+        parts.append("double step")
+    if v.en_passant:
+        parts.append("e.p.")
+    if v.castling:
+        parts.append("castling")
+    if "P" in v.pieces.upper():
+        parts.append("promote " + v.promotion)
+    parts.append(f"stalemate {v.stalemate}")
+    return ", ".join(parts)
+
+
+def cmd_variants(args) -> int:
+    header = ("name", "gym id", "board", "actions", "observation", "rules")
+    rows = []
+    for v in VARIANTS.values():
+        shape = "x".join(map(str, ObservationEncoding(v).shape))
+        rows.append((v.name, v.gym_id, f"{v.width}x{v.height}", str(v.num_actions), shape, _rules_summary(v)))
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def cmd_show(args) -> int:
+    pos = Position(args.variant, args.fen)
+    print(pos.unicode())
+    print()
+    print(f"FEN:      {pos.fen()}")
+    print(f"to move:  {COLOR_NAMES[pos.turn]}" + ("  (in check)" if pos.is_check() else ""))
+    moves = pos.legal_moves
+    print(f"legal:    {len(moves)}: " + " ".join(m.uci() for m in moves))
+    outcome = pos.outcome()
+    if outcome:
+        winner = "draw" if outcome.winner is None else f"{COLOR_NAMES[outcome.winner]} wins"
+        print(f"outcome:  {outcome.termination.name.lower()}, {winner} ({outcome.result()})")
+    return 0
+
+
+def cmd_perft(args) -> int:
+    pos = Position(args.variant, args.fen)
+    start = time.perf_counter()
+    if args.divide:
+        counts = pos.perft_divide(args.depth)
+        for uci, n in counts.items():
+            print(f"{uci}: {n}")
+        total = sum(counts.values())
+    else:
+        total = pos.perft(args.depth)
+    seconds = time.perf_counter() - start
+    print(f"# depth {args.depth}, {seconds:.3f} s, {total / max(seconds, 1e-9):,.0f} nodes/s", file=sys.stderr)
+    print(total)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    rng = random.Random(args.seed)
+    names = [args.variant] if args.variant else list(VARIANTS)
+    for name in names:
+        v = get_variant(name)
+        pos = Position(v)
+        while not pos.is_game_over() and pos.ply < v.ply_limit:
+            pos.push_code(rng.choice(pos.legal_move_codes()))
+        outcome = pos.outcome()
+        how = outcome.termination.name.lower() if outcome else f"ply limit {v.ply_limit}"
+        print(f"== {v.name} ({v.width}x{v.height}): {pos.result()} by {how} after {pos.ply} plies")
+        print(pos.unicode())
+        print()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="minichess", description="Small-board chess: rules, perft and demos.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("variants", help="list the variant catalogue").set_defaults(run=cmd_variants)
+    p = sub.add_parser("show", help="print a position, its legal moves and outcome")
+    p.add_argument("variant")
+    p.add_argument("--fen", help="position (default: the variant's start)")
+    p.set_defaults(run=cmd_show)
+    p = sub.add_parser("perft", help="count the leaves of the legal-move tree")
+    p.add_argument("variant")
+    p.add_argument("depth", type=int)
+    p.add_argument("--fen", help="position (default: the variant's start)")
+    p.add_argument("--divide", action="store_true", help="print the count below each legal move")
+    p.set_defaults(run=cmd_perft)
+    p = sub.add_parser("demo", help="play a random game of every variant")
+    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_demo)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (FenError, ValueError) as exc:  # bad input: one clear line, no traceback
+        print(f"minichess: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

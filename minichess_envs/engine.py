@@ -1,0 +1,559 @@
+"""Positions, moves and outcomes on any board from 1x1 to 8x8.
+
+The move generator, hashing and encodings run in C (:mod:`minichess_envs._core`);
+this module adds FEN, UCI, validation with readable errors, and printing.
+
+>>> pos = Position("gardner")
+>>> len(pos.legal_moves)
+7
+>>> pos.push_uci("e2e3")
+>>> pos.fen()
+'rnbqk/ppppp/5/PPPPP/RNBQK b - - 0 1'
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from typing import Iterable, NamedTuple
+
+import numpy as np
+
+from minichess_envs import _core
+from minichess_envs.variants import FILES, Variant, get_variant
+
+WHITE, BLACK = 0, 1
+COLOR_NAMES = ("white", "black")
+PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(1, 7)
+PIECE_SYMBOLS = ".pnbrqk"  # index = piece type
+UNICODE_PIECES = {
+    "P": "♙", "N": "♘", "B": "♗", "R": "♖", "Q": "♕", "K": "♔",
+    "p": "♟", "n": "♞", "b": "♝", "r": "♜", "q": "♛", "k": "♚",
+}
+_F_CASTLE = 4
+
+
+class FenError(ValueError):
+    """A FEN string that does not describe a legal position of the variant."""
+
+
+IllegalMoveError = _core.IllegalMoveError  # a ValueError: a move or action not legal here
+
+
+class Termination(enum.IntEnum):
+    """Why a game ended (values match the C core)."""
+
+    CHECKMATE = 1
+    STALEMATE = 2
+    KING_CAPTURE = 3
+    INSUFFICIENT_MATERIAL = 4
+    REPETITION = 5
+    NO_PROGRESS = 6
+
+
+class Outcome(NamedTuple):
+    """The end of a game: how, and who won (``WHITE``, ``BLACK`` or ``None`` for a draw)."""
+
+    termination: Termination
+    winner: int | None
+
+    def result(self) -> str:
+        """``"1-0"``, ``"0-1"`` or ``"1/2-1/2"``."""
+        return {WHITE: "1-0", BLACK: "0-1", None: "1/2-1/2"}[self.winner]
+
+
+class Move(NamedTuple):
+    """A move as UCI names it: from-square, to-square and promotion piece.
+
+    Squares are names such as ``"a1"``; ``promotion`` is a lowercase piece letter
+    or ``None``. Castling is the king's move (``e1g1``).
+    """
+
+    from_square: str
+    to_square: str
+    promotion: str | None = None
+
+    def uci(self) -> str:
+        return self.from_square + self.to_square + (self.promotion or "")
+
+    def __str__(self) -> str:
+        return self.uci()
+
+    @classmethod
+    def from_uci(cls, text: str) -> Move:
+        """Parse ``"e2e4"`` or ``"a7a8q"``; raises :class:`ValueError` on bad syntax."""
+        if not isinstance(text, str):
+            raise TypeError(f"UCI move must be a string, not {type(text).__name__}")
+        i = 1
+        while i < len(text) and text[i].isdigit():
+            i += 1
+        j = i + 1
+        while j < len(text) and text[j].isdigit():
+            j += 1
+        from_sq, to_sq, rest = text[:i], text[i:j], text[j:]
+        ok = (
+            len(from_sq) >= 2 and len(to_sq) >= 2
+            and from_sq[0] in FILES and to_sq[0] in FILES
+            and rest in ("", "q", "r", "b", "n")
+        )
+        if not ok:
+            raise ValueError(f"invalid UCI move {text!r} (expected like 'e2e4' or 'a7a8q')")
+        return cls(from_sq, to_sq, rest or None)
+
+
+def square_index(name: str, width: int, height: int) -> int:
+    """Index (``rank * width + file``) of a square name such as ``"c3"``."""
+    if (
+        isinstance(name, str) and len(name) >= 2 and name[0] in FILES[:width]
+        and name[1:].isdigit() and 1 <= int(name[1:]) <= height
+    ):
+        return (int(name[1:]) - 1) * width + FILES.index(name[0])
+    raise ValueError(f"{name!r} is not a square of a {width}x{height} board")
+
+
+@functools.lru_cache(maxsize=None)
+def square_names(width: int, height: int) -> tuple[str, ...]:
+    """Names of all squares, by index."""
+    return tuple(f"{FILES[s % width]}{s // width + 1}" for s in range(width * height))
+
+
+def _decode(code: int, names: tuple[str, ...]) -> Move:
+    promo = (code >> 12) & 7
+    return Move(names[code & 63], names[(code >> 6) & 63], PIECE_SYMBOLS[promo] if promo else None)
+
+
+def _castling_letters(variant: Variant) -> list[tuple[int, str, object]]:
+    """(bit, FEN letter, Castling) for every castling right, in FEN order ``KQkq``.
+
+    The letter is K when the rook starts on the king's right (higher file), else Q.
+    """
+    letters = []
+    for colour, name in enumerate(COLOR_NAMES):
+        for i, c in enumerate(variant.castling_options(name)):
+            letter = "K" if FILES.index(c.rook_from) > FILES.index(c.king_from) else "Q"
+            letters.append((1 << (colour * 2 + i), letter if colour == WHITE else letter.lower(), c))
+    return sorted(letters, key=lambda entry: "KQkq".index(entry[1]))
+
+
+class Position(_core.Position):
+    """A game position with its move history.
+
+    ``Position("gardner")`` is the start position; ``Position("gardner", fen)``
+    any legal one. Moves are :class:`Move` values or UCI strings; the hot paths
+    (:meth:`push_action`, :meth:`legal_actions`, :meth:`action_mask`,
+    :meth:`observation`) work on action indices.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, variant: str | Variant = "gardner", fen: str | None = None):
+        v = get_variant(variant)
+        super().__init__(v.rules, v)
+        self.set_fen(v.start_fen if fen is None else fen)
+
+    # -- FEN ------------------------------------------------------------------
+
+    def set_fen(self, fen: str) -> None:
+        """Set up a position from FEN, clearing the move history.
+
+        Raises :class:`FenError` naming the problem if the FEN is malformed or
+        the position is not legal in this variant.
+        """
+        v: Variant = self.variant
+        W, H = v.width, v.height
+        if not isinstance(fen, str):
+            raise FenError(f"FEN must be a string, not {type(fen).__name__}")
+        fields = fen.split()
+        if not 1 <= len(fields) <= 6:
+            raise FenError(f"bad FEN {fen!r}: expected 1 to 6 space-separated fields")
+        fields += ["w", "-", "-", "0", "1"][len(fields) - 1:]
+        placement, side, castling, ep, halfmove, fullmove = fields
+        rows = placement.split("/")
+        if len(rows) != H:
+            raise FenError(f"bad FEN {fen!r}: {v.name} has {H} ranks, the FEN has {len(rows)}")
+        board = bytearray(W * H)
+        allowed = set(v.pieces.upper())
+        for i, row in enumerate(rows):
+            rank, file, j = H - 1 - i, 0, 0
+            while j < len(row):
+                ch = row[j]
+                if ch.isdigit():
+                    k = j
+                    while j < len(row) and row[j].isdigit():
+                        j += 1
+                    file += int(row[k:j])
+                    continue
+                if ch.lower() not in "pnbrqk":
+                    raise FenError(f"bad FEN {fen!r}: unknown piece {ch!r} on rank {rank + 1}")
+                if ch.upper() not in allowed:
+                    raise FenError(f"bad FEN {fen!r}: piece {ch!r} is not used in {v.name} (pieces: {v.pieces})")
+                if file < W:
+                    board[rank * W + file] = PIECE_SYMBOLS.index(ch.lower()) | (8 if ch.islower() else 0)
+                file += 1
+                j += 1
+            if file != W:
+                raise FenError(f"bad FEN {fen!r}: rank {rank + 1} ({row!r}) has {file} squares, expected {W}")
+        if side not in ("w", "b"):
+            raise FenError(f"bad FEN {fen!r}: side to move must be 'w' or 'b', not {side!r}")
+        turn = WHITE if side == "w" else BLACK
+        kings = [board.count(KING), board.count(KING | 8)]
+        for colour, n in enumerate(kings):
+            # With king capture, a game ends with one king taken: that position is legal (and over).
+            if n > 1 or (n == 0 and (v.win_rule == "checkmate" or kings[colour ^ 1] == 0)):
+                raise FenError(f"bad FEN {fen!r}: {COLOR_NAMES[colour]} has {n} kings, expected 1")
+        for colour, pawn, last in ((WHITE, PAWN, H - 1), (BLACK, PAWN | 8, 0)):
+            for f in range(W):
+                if board[last * W + f] == pawn:
+                    raise FenError(f"bad FEN {fen!r}: {COLOR_NAMES[colour]} pawn on {FILES[f]}{last + 1}, "
+                                   "its promotion rank")
+        rights = 0
+        if castling != "-":
+            letters = {letter: (bit, c) for bit, letter, c in _castling_letters(v)}
+            for ch in castling:
+                if ch not in letters:
+                    raise FenError(f"bad FEN {fen!r}: castling right {ch!r} does not exist in {v.name}")
+                bit, c = letters[ch]
+                colour = WHITE if ch.isupper() else BLACK
+                rank = 0 if colour == WHITE else H - 1
+                king_sq, rook_sq = rank * W + FILES.index(c.king_from), rank * W + FILES.index(c.rook_from)
+                if board[king_sq] != KING | 8 * colour or board[rook_sq] != ROOK | 8 * colour:
+                    raise FenError(f"bad FEN {fen!r}: castling right {ch!r} needs the {COLOR_NAMES[colour]} king "
+                                   f"on {c.king_from}{rank + 1} and rook on {c.rook_from}{rank + 1}")
+                rights |= bit
+        ep_square = -1
+        if ep != "-":
+            try:
+                ep_square = square_index(ep, W, H)
+            except ValueError:
+                raise FenError(f"bad FEN {fen!r}: en-passant square {ep!r} is not on the board") from None
+            if not v.en_passant:
+                raise FenError(f"bad FEN {fen!r}: {v.name} has no en passant, but the FEN names {ep!r}")
+            ep_rank, ep_file = divmod(ep_square, W)
+            # White to move: Black's pawn stepped from rank H-2 over ep to H-4.
+            pawn_rank, want_rank = (ep_rank - 1, H - 3) if turn == WHITE else (ep_rank + 1, 2)
+            pawn = PAWN | (8 if turn == WHITE else 0)
+            if ep_rank != want_rank or board[ep_square] or board[pawn_rank * W + ep_file] != pawn:
+                raise FenError(f"bad FEN {fen!r}: en-passant square {ep} does not follow a double step")
+        try:
+            half, full = int(halfmove), int(fullmove)
+        except ValueError:
+            raise FenError(f"bad FEN {fen!r}: move counters must be integers") from None
+        if half < 0 or full < 0:
+            raise FenError(f"bad FEN {fen!r}: move counters must not be negative")
+        if ep_square >= 0 and not self._ep_capturable(board, ep_square, turn):
+            ep_square = -1  # no pawn can take: not part of the position (as in Stockfish)
+        fields = (bytes(board), turn, rights, ep_square, half, max(full, 1))
+        if v.win_rule == "checkmate":
+            scratch = _core.Position(v.rules)  # check first: a bad FEN must not clobber this position
+            scratch._set_board(*fields)
+            them = turn ^ 1
+            if scratch._is_attacked(board.index(KING | 8 * them), turn):
+                raise FenError(f"bad FEN {fen!r}: the side not to move ({COLOR_NAMES[them]}) is in check")
+        self._set_board(*fields)
+
+    def _ep_capturable(self, board: bytearray, ep_square: int, turn: int) -> bool:
+        W = self.variant.width
+        rank, file = divmod(ep_square, W)
+        pawn_rank = rank - 1 if turn == WHITE else rank + 1
+        return any(
+            0 <= file + df < W and board[pawn_rank * W + file + df] == PAWN | 8 * turn for df in (-1, 1)
+        )
+
+    @classmethod
+    def from_fen(cls, variant: str | Variant, fen: str) -> Position:
+        """A position of ``variant`` set up from ``fen``."""
+        return cls(variant, fen)
+
+    def fen(self, ply: int = -1) -> str:
+        """FEN of the current position (or of the position at ``ply`` in the history)."""
+        v: Variant = self.variant
+        W, H = v.width, v.height
+        pieces, turn, rights, ep, half, full, _, _ = self.board_state(ply)
+        rows = []
+        for rank in range(H - 1, -1, -1):
+            row, empty = "", 0
+            for p in pieces[rank * W:(rank + 1) * W]:
+                if not p:
+                    empty += 1
+                    continue
+                if empty:
+                    row += str(empty)
+                    empty = 0
+                row += PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
+            rows.append(row + (str(empty) if empty else ""))
+        castling = "".join(letter for bit, letter, _ in _castling_letters(v) if rights & bit) or "-"
+        ep_name = square_names(W, H)[ep] if ep >= 0 else "-"
+        return f"{'/'.join(rows)} {'wb'[turn]} {castling} {ep_name} {half} {full}"
+
+    @property
+    def root_fen(self) -> str:
+        """FEN of the position before the first move of the history."""
+        return self.fen(0)
+
+    # -- moves ------------------------------------------------------------------
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return square_names(self.variant.width, self.variant.height)
+
+    @property
+    def legal_moves(self) -> list[Move]:
+        """All legal moves, in generation order."""
+        names = self._names
+        return [_decode(code, names) for code in self.legal_move_codes()]
+
+    def move_code(self, move: Move | str) -> int:
+        """Engine code of a legal move; raises :class:`IllegalMoveError` otherwise."""
+        if isinstance(move, str):
+            move = Move.from_uci(move)
+        elif not isinstance(move, Move):
+            raise TypeError(f"move must be a Move or a UCI string, not {type(move).__name__}")
+        names = self._names
+        for code in self.legal_move_codes():
+            if _decode(code, names) == move:
+                return code
+        hint = ""
+        if move.promotion is None and any(
+            m.from_square == move.from_square and m.to_square == move.to_square for m in self.legal_moves
+        ):
+            hint = " (a promotion needs its piece, e.g. " + move.uci() + self.variant.promotion[0].lower() + ")"
+        raise IllegalMoveError(f"illegal move {move.uci()} in {self.fen()}{hint}")
+
+    def is_legal(self, move: Move | str) -> bool:
+        """Is ``move`` legal here? (Malformed UCI raises ``ValueError``.)"""
+        try:
+            self.move_code(move)
+        except IllegalMoveError:
+            return False
+        return True
+
+    def push(self, move: Move | str) -> None:
+        """Play a legal move (a :class:`Move` or UCI string)."""
+        self.push_code(self.move_code(move))
+
+    def push_uci(self, uci: str) -> None:
+        """Play a legal move given in UCI."""
+        self.push_code(self.move_code(Move.from_uci(uci)))
+
+    def pop(self) -> Move:
+        """Take back the last move and return it."""
+        return _decode(super().pop(), self._names)
+
+    def peek(self) -> Move | None:
+        """The last move played, or ``None`` at the root."""
+        code = self.board_state()[7]
+        return _decode(code, self._names) if code else None
+
+    @property
+    def move_stack(self) -> list[Move]:
+        """Moves played from the root position."""
+        names = self._names
+        return [_decode(code, names) for code in self.move_codes()]
+
+    def is_castling(self, move: Move | str) -> bool:
+        """Is this legal move a castling move?"""
+        return bool((self.move_code(move) >> 15) & _F_CASTLE)
+
+    def is_capture(self, move: Move | str) -> bool:
+        """Does this legal move capture (en passant included)?"""
+        code = self.move_code(move)
+        return bool(self.board_state()[0][(code >> 6) & 63]) or bool((code >> 15) & 2)
+
+    # -- actions -------------------------------------------------------------
+
+    def move_to_action(self, move: Move | str) -> int:
+        """Action index of a legal move (for the side to move)."""
+        return self.encode(self.move_code(move))
+
+    def action_to_move(self, action: int) -> Move:
+        """The legal move with this action index; :class:`IllegalMoveError` if none."""
+        action = _check_action(action, self.variant.num_actions)
+        codes = self.legal_move_codes()
+        for code, a in zip(codes, self.legal_actions()):
+            if a == action:
+                return _decode(code, self._names)
+        raise IllegalMoveError(f"action {action} is not a legal move in {self.fen()}")
+
+    def action_mask(self, dtype=np.int8) -> np.ndarray:
+        """Legal-action mask: 1 for every legal action, length ``num_actions``."""
+        out = np.empty(self.rules.num_actions, dtype=dtype)
+        self.write_action_mask(out)
+        return out
+
+    def observation(self, history: int = 1, last_move: bool = True) -> np.ndarray:
+        """Observation planes, float32 ``(height, width, channels)``.
+
+        See :class:`minichess_envs.encoding.ObservationEncoding` for the layout.
+        """
+        v = self.variant
+        out = np.empty((v.height, v.width, self.observation_channels(history, last_move)), np.float32)
+        self.write_observation(out, history, last_move)
+        return out
+
+    # -- state and outcome -------------------------------------------------------
+
+    def piece_at(self, square: str) -> str | None:
+        """FEN letter of the piece on ``square`` (``"K"``, ``"p"``), or ``None``."""
+        p = self.board_state()[0][square_index(square, self.variant.width, self.variant.height)]
+        if not p:
+            return None
+        return PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
+
+    def piece_map(self) -> dict[str, str]:
+        """Occupied squares and their FEN letters."""
+        names = self._names
+        return {
+            names[s]: PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
+            for s, p in enumerate(self.board_state()[0]) if p
+        }
+
+    def is_attacked(self, square: str, by: int) -> bool:
+        """Is ``square`` attacked by colour ``by``?"""
+        return self._is_attacked(square_index(square, self.variant.width, self.variant.height), by)
+
+    def outcome(self) -> Outcome | None:
+        """How the game ended, or ``None`` if it goes on.
+
+        Checked in this order: king capture, checkmate, stalemate, insufficient
+        material, repetition, no-progress rule.
+        """
+        reason, winner = self.outcome_code()
+        if not reason:
+            return None
+        return Outcome(Termination(reason), None if winner < 0 else winner)
+
+    def is_game_over(self) -> bool:
+        return self.outcome_code()[0] != 0
+
+    def is_checkmate(self) -> bool:
+        return self.outcome_code()[0] == Termination.CHECKMATE
+
+    def is_stalemate(self) -> bool:
+        return self.outcome_code()[0] == Termination.STALEMATE
+
+    def result(self) -> str:
+        """``"1-0"``, ``"0-1"``, ``"1/2-1/2"``, or ``"*"`` while the game goes on."""
+        outcome = self.outcome()
+        return outcome.result() if outcome else "*"
+
+    def perft_divide(self, depth: int) -> dict[str, int]:
+        """Perft below each legal move: ``{uci: leaf count at depth - 1}``."""
+        if depth < 1:
+            raise ValueError(f"divide needs depth >= 1, got {depth}")
+        counts = {}
+        for code, move in zip(self.legal_move_codes(), self.legal_moves):
+            self.push_code(code)
+            counts[move.uci()] = self.perft(depth - 1)
+            super().pop()
+        return counts
+
+    # -- transformations -----------------------------------------------------
+
+    def mirror(self) -> Position:
+        """The position reflected left-right (files reversed), same side to move.
+
+        Only for positions without castling rights (castling is not symmetric).
+        """
+        v: Variant = self.variant
+        W, H = v.width, v.height
+        pieces, turn, rights, ep, half, full, _, _ = self.board_state()
+        if rights:
+            raise ValueError("cannot mirror a position with castling rights")
+        board = bytes(pieces[r * W + W - 1 - f] for r in range(H) for f in range(W))
+        out = Position.__new__(type(self))
+        _core.Position.__init__(out, v.rules, v)
+        out._set_board(board, turn, 0, -1 if ep < 0 else (ep // W) * W + W - 1 - ep % W, half, full)
+        return out
+
+    # -- printing --------------------------------------------------------------
+
+    def unicode(self, *, borders: bool = False, empty: str = "·", coordinates: bool = True) -> str:
+        """The board with unicode pieces, White at the bottom, ranks and files labelled."""
+        v: Variant = self.variant
+        W, H = v.width, v.height
+        pieces = self.board_state()[0]
+        lines = []
+        for rank in range(H - 1, -1, -1):
+            cells = []
+            for p in pieces[rank * W:(rank + 1) * W]:
+                letter = (PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]) if p else None
+                cells.append(UNICODE_PIECES[letter] if letter else empty)
+            row = " ".join(cells)
+            if borders:
+                row = "│ " + row + " │"
+            lines.append((f"{rank + 1} " if coordinates else "") + row)
+        pad = "  " if coordinates else ""
+        if borders:
+            lines.insert(0, pad + "┌" + "─" * (2 * W + 1) + "┐")
+            lines.append(pad + "└" + "─" * (2 * W + 1) + "┘")
+            pad += "  "
+        if coordinates:
+            lines.append(pad + " ".join(FILES[:W]))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        v: Variant = self.variant
+        W, H = v.width, v.height
+        pieces = self.board_state()[0]
+        rows = []
+        for rank in range(H - 1, -1, -1):
+            rows.append(" ".join(
+                (PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]) if p else "."
+                for p in pieces[rank * W:(rank + 1) * W]
+            ))
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        return f"Position({self.variant.name!r}, {self.fen()!r})"
+
+    # -- copying and pickling ----------------------------------------------------
+
+    def __copy__(self) -> Position:
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> Position:
+        return self.copy()
+
+    def __reduce__(self):
+        v: Variant = self.variant
+        spec = v.name if get_variant_or_none(v.name) == v else v
+        return (_restore, (spec, self.root_fen, self.move_codes()))
+
+    def __eq__(self, other) -> bool:
+        """Same variant, same board, side to move, rights, clocks and history."""
+        if not isinstance(other, _core.Position):
+            return NotImplemented
+        return (
+            self.variant == other.variant
+            and self.ply == other.ply
+            and all(self.board_state(i) == other.board_state(i) for i in range(self.ply + 1))
+        )
+
+    __hash__ = None  # mutable
+
+
+def get_variant_or_none(name: str) -> Variant | None:
+    try:
+        return get_variant(name)
+    except ValueError:
+        return None
+
+
+def _restore(variant: str | Variant, root_fen: str, codes: Iterable[int]) -> Position:
+    pos = Position(variant, root_fen)
+    for code in codes:
+        pos.push_code(code)
+    return pos
+
+
+def _check_action(action, num_actions: int) -> int:
+    """Validate an action index: an integer (Python or NumPy) in range."""
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+            action = int(action)
+        else:
+            raise TypeError(f"action must be an integer, not {type(action).__name__} ({action!r})")
+    action = int(action)
+    if not 0 <= action < num_actions:
+        raise ValueError(f"action {action} is outside the action space [0, {num_actions})")
+    return action
