@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -737,10 +738,10 @@ static void fill_plane(float *out, int nsq, int C, int c, float v) {
     for (int s = 0; s < nsq; s++) out[s * C + c] = v;
 }
 
-static void write_observation(const RulesObject *r, const Game *g, const ObsLayout *L, float *out) {
+/* `us` is the player whose view is written: usually the side to move. */
+static void write_observation(const RulesObject *r, const Game *g, const ObsLayout *L, int us, float *out) {
     int C = L->channels, nsq = r->nsq, np = r->npiece_types;
     const Board *now = &g->hist[g->ply];
-    int us = now->side;
     memset(out, 0, (size_t)nsq * C * sizeof(float));
     for (int t = 0; t < L->history && t <= g->ply; t++) {
         const Board *hb = &g->hist[g->ply - t];
@@ -957,13 +958,16 @@ static PyObject *Position_observation_channels(PositionObject *self, PyObject *a
     return PyLong_FromLong(L.channels);
 }
 
-/* write_observation(out, history, last_move): fill a float32 (height, width, C) buffer. */
+/* write_observation(out, history, last_move, perspective=-1): fill a float32
+ * (height, width, C) buffer as seen by `perspective` (0 White, 1 Black, -1 the side to move). */
 static PyObject *Position_write_observation(PositionObject *self, PyObject *args) {
     PyObject *obj;
-    int history, last_move;
+    int history, last_move, perspective = -1;
     CHECK_READY(self);
-    if (!PyArg_ParseTuple(args, "Oip", &obj, &history, &last_move)) return NULL;
+    if (!PyArg_ParseTuple(args, "Oip|i", &obj, &history, &last_move, &perspective)) return NULL;
     if (history < 1) return PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
+    if (perspective < -1 || perspective > 1)
+        return PyErr_Format(PyExc_ValueError, "perspective must be 0 (White), 1 (Black) or -1, got %d", perspective);
     ObsLayout L = obs_layout(self->rules, history, last_move);
     Py_buffer view;
     if (get_writable(obj, &view, 4, (Py_ssize_t)self->rules->nsq * L.channels, "observation") < 0) return NULL;
@@ -971,7 +975,7 @@ static PyObject *Position_write_observation(PositionObject *self, PyObject *args
         PyBuffer_Release(&view);
         return PyErr_Format(PyExc_ValueError, "observation buffer must be float32, got format '%s'", view.format);
     }
-    write_observation(self->rules, &self->g, &L, view.buf);
+    write_observation(self->rules, &self->g, &L, perspective < 0 ? cur(self)->side : perspective, view.buf);
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
 }
@@ -1003,6 +1007,25 @@ static PyObject *Position_push_action(PositionObject *self, PyObject *arg) {
     game_ensure_legal(self->rules, &self->g);
     for (int i = 0; i < self->g.nlegal; i++)
         if (self->g.legal_action[i] == a) return push_checked(self, self->g.legal[i]);
+    return PyErr_Format(IllegalMoveError, "action %ld is not a legal move in this position", a);
+}
+
+/* action_uci(action) -> UCI string of the legal move with this action index. */
+static PyObject *Position_action_uci(PositionObject *self, PyObject *arg) {
+    CHECK_READY(self);
+    if (PyBool_Check(arg)) return PyErr_Format(PyExc_TypeError, "action must be an integer, not bool");
+    long a = PyLong_AsLong(arg);
+    if (a == -1 && PyErr_Occurred()) return NULL;
+    game_ensure_legal(self->rules, &self->g);
+    for (int i = 0; i < self->g.nlegal; i++) {
+        if (self->g.legal_action[i] != a) continue;
+        uint32_t m = self->g.legal[i];
+        int W = self->rules->width, from = M_FROM(m), to = M_TO(m), promo = M_PROMO(m);
+        char text[8];
+        int n = snprintf(text, sizeof text, "%c%d%c%d", 'a' + from % W, from / W + 1, 'a' + to % W, to / W + 1);
+        if (promo) text[n++] = ".pnbrqk"[promo];
+        return PyUnicode_FromStringAndSize(text, n);
+    }
     return PyErr_Format(IllegalMoveError, "action %ld is not a legal move in this position", a);
 }
 
@@ -1040,6 +1063,20 @@ static PyObject *Position_outcome_code(PositionObject *self, PyObject *unused) {
     CHECK_READY(self);
     game_outcome(self->rules, &self->g);
     return Py_BuildValue("ii", self->g.reason, self->g.winner);
+}
+
+/* material_balance() -> White's material minus Black's, pawn 1, knight and bishop 3,
+ * rook 5, queen 9 (kings do not count). */
+static PyObject *Position_material_balance(PositionObject *self, PyObject *unused) {
+    static const int VALUE[8] = {0, 1, 3, 3, 5, 9, 0, 0};
+    CHECK_READY(self);
+    const Board *b = cur(self);
+    int balance = 0;
+    for (int s = 0; s < self->rules->nsq; s++) {
+        int p = b->sq[s];
+        if (p) balance += COLOR(p) == WHITE ? VALUE[TYPE(p)] : -VALUE[TYPE(p)];
+    }
+    return PyLong_FromLong(balance);
 }
 
 static PyObject *Position_is_check(PositionObject *self, PyObject *unused) {
@@ -1147,13 +1184,17 @@ static PyMethodDef Position_methods[] = {
     {"observation_channels", (PyCFunction)Position_observation_channels, METH_VARARGS,
      "observation_channels(history, last_move) -> number of planes"},
     {"write_observation", (PyCFunction)Position_write_observation, METH_VARARGS,
-     "write_observation(out, history, last_move): fill a float32 (height, width, C) buffer"},
+     "write_observation(out, history, last_move, perspective=-1): fill a float32 (height, width, C) "
+     "buffer seen by perspective (0 White, 1 Black, -1 the side to move)"},
     {"push_code", (PyCFunction)Position_push_code, METH_O, "play a legal move given by its code"},
     {"push_action", (PyCFunction)Position_push_action, METH_O, "play the legal move with this action index"},
     {"pop", (PyCFunction)Position_pop, METH_NOARGS, "take back the last move; returns its code"},
+    {"action_uci", (PyCFunction)Position_action_uci, METH_O, "UCI string of the legal move with this action index"},
     {"encode", (PyCFunction)Position_encode, METH_O, "action index of a move code for the side to move"},
     {"outcome_code", (PyCFunction)Position_outcome_code, METH_NOARGS, "(reason, winner) of the current position"},
     {"is_check", (PyCFunction)Position_is_check, METH_NOARGS, "is the side to move in check?"},
+    {"material_balance", (PyCFunction)Position_material_balance, METH_NOARGS,
+     "White's material minus Black's (P 1, N 3, B 3, R 5, Q 9)"},
     {"_is_attacked", (PyCFunction)Position_is_attacked, METH_VARARGS, "_is_attacked(square, by_colour)"},
     {"perft", (PyCFunction)Position_perft, METH_O, "perft(depth): leaf count of the legal-move tree"},
     {"board_state", (PyCFunction)Position_board_state, METH_VARARGS,
@@ -1175,9 +1216,215 @@ static PyTypeObject PositionType = {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Batches: many games stepped in one call (the native vector environment)  */
+
+/* Borrow the C buffer of an argument with the expected item size and length. */
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, int writable,
+                     const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != itemsize || view->len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "%s must hold %zd items of %zd bytes, got %zd bytes", what, count, itemsize,
+                     view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PositionObject *batch_item(PyObject *seq, Py_ssize_t i) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    if (!PyObject_TypeCheck(item, &PositionType) || !((PositionObject *)item)->rules) {
+        PyErr_Format(PyExc_TypeError, "item %zd of the batch is not an initialised Position", i);
+        return NULL;
+    }
+    return (PositionObject *)item;
+}
+
+static inline uint64_t xorshift64star(uint64_t *state) {
+    uint64_t x = *state ? *state : 0x9E3779B97F4A7C15ULL;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Has the game of g ended by the rules, or reached a limit? Sets *reason, *winner. */
+static int duel_over(const RulesObject *r, Game *g, int ply_limit, int max_steps, int steps, int8_t *reason,
+                     int8_t *winner, uint8_t *truncated) {
+    game_outcome(r, g);
+    *reason = g->reason;
+    *winner = g->winner;
+    if (g->reason) return 1;
+    if (g->ply >= ply_limit || (max_steps > 0 && steps >= max_steps)) {
+        *truncated = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* step_random_duels(positions, actions, active, rng, steps, ply_limit, max_steps,
+ *                   reasons, winners, truncated, illegal, material)
+ * For every active game: play the learner's action, and unless the game is
+ * over play a uniformly random legal reply drawn from that game's xorshift64*
+ * state. Outputs per game: termination reason and winner (as outcome_code),
+ * truncated (ply or step limit), illegal (the action was not legal: nothing was
+ * played), and White's material balance afterwards.
+ * Arrays: actions int64, active/truncated/illegal uint8, rng uint64, steps int32,
+ * reasons/winners int8, material int32; all of length len(positions). */
+static PyObject *core_step_random_duels(PyObject *module, PyObject *args) {
+    static const int VALUE[8] = {0, 1, 3, 3, 5, 9, 0, 0};
+    PyObject *positions, *o_actions, *o_active, *o_rng, *o_steps, *o_reasons, *o_winners, *o_trunc, *o_illegal,
+        *o_material;
+    int ply_limit, max_steps;
+    if (!PyArg_ParseTuple(args, "OOOOOiiOOOOO", &positions, &o_actions, &o_active, &o_rng, &o_steps, &ply_limit,
+                          &max_steps, &o_reasons, &o_winners, &o_trunc, &o_illegal, &o_material))
+        return NULL;
+    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence of Position");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_buffer b[10];
+    PyObject *objs[10] = {o_actions, o_active, o_rng, o_steps, o_reasons, o_winners, o_trunc, o_illegal, o_material};
+    const Py_ssize_t sizes[9] = {8, 1, 8, 4, 1, 1, 1, 1, 4};
+    const int writable[9] = {0, 0, 1, 1, 1, 1, 1, 1, 1};
+    const char *names[9] = {"actions", "active", "rng", "steps", "reasons", "winners", "truncated", "illegal",
+                            "material"};
+    int got = 0;
+    for (; got < 9; got++)
+        if (get_array(objs[got], &b[got], sizes[got], n, writable[got], names[got]) < 0) break;
+    if (got < 9) {
+        for (int k = 0; k < got; k++) PyBuffer_Release(&b[k]);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const int64_t *actions = b[0].buf;
+    const uint8_t *active = b[1].buf;
+    uint64_t *rng = b[2].buf;
+    int32_t *steps = b[3].buf;
+    int8_t *reasons = b[4].buf, *winners = b[5].buf;
+    uint8_t *truncated = b[6].buf, *illegal = b[7].buf;
+    int32_t *material = b[8].buf;
+    PyObject *result = Py_None;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!active[i]) continue;
+        PositionObject *pos = batch_item(seq, i);
+        if (!pos) {
+            result = NULL;
+            break;
+        }
+        const RulesObject *r = pos->rules;
+        Game *g = &pos->g;
+        truncated[i] = illegal[i] = 0;
+        game_ensure_legal(r, g);
+        int k = 0;
+        while (k < g->nlegal && g->legal_action[k] != actions[i]) k++;
+        if (k == g->nlegal) {
+            illegal[i] = 1;
+            continue;
+        }
+        if (game_push(r, g, g->legal[k]) < 0) {
+            result = NULL;
+            break;
+        }
+        steps[i]++;
+        if (!duel_over(r, g, ply_limit, max_steps, steps[i], &reasons[i], &winners[i], &truncated[i])) {
+            game_ensure_legal(r, g);
+            /* pick = floor(u * nlegal / 2^53) for 53 random bits u, in exact integer
+             * arithmetic so that minichess_envs.env.Opponent draws the same moves. */
+            uint64_t u = xorshift64star(&rng[i]) >> 11;
+            int pick = (int)((u * (uint64_t)g->nlegal) >> 53);
+            if (game_push(r, g, g->legal[pick]) < 0) {
+                result = NULL;
+                break;
+            }
+            duel_over(r, g, ply_limit, max_steps, steps[i], &reasons[i], &winners[i], &truncated[i]);
+        }
+        int balance = 0;
+        const Board *bd = &g->hist[g->ply];
+        for (int s = 0; s < r->nsq; s++)
+            if (bd->sq[s]) balance += COLOR(bd->sq[s]) == WHITE ? VALUE[TYPE(bd->sq[s])] : -VALUE[TYPE(bd->sq[s])];
+        material[i] = balance;
+    }
+    for (int k = 0; k < 9; k++) PyBuffer_Release(&b[k]);
+    Py_DECREF(seq);
+    if (!result) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* write_batch(positions, observations, masks, perspectives, history, last_move)
+ * Observation and legal-action mask of every game into (n, H, W, C) float32 and
+ * (n, A) int8 arrays; perspectives int8 (0 White, 1 Black, -1 side to move). */
+static PyObject *core_write_batch(PyObject *module, PyObject *args) {
+    PyObject *positions, *o_obs, *o_masks, *o_persp;
+    int history, last_move;
+    if (!PyArg_ParseTuple(args, "OOOOip", &positions, &o_obs, &o_masks, &o_persp, &history, &last_move)) return NULL;
+    if (history < 1) return PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
+    PyObject *seq = PySequence_Fast(positions, "positions must be a sequence of Position");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n == 0) {
+        Py_DECREF(seq);
+        Py_RETURN_NONE;
+    }
+    PositionObject *first = batch_item(seq, 0);
+    if (!first) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    const RulesObject *r0 = first->rules;
+    ObsLayout L = obs_layout(r0, history, last_move);
+    Py_ssize_t per_obs = (Py_ssize_t)r0->nsq * L.channels;
+    Py_buffer obs, masks, persp;
+    if (get_array(o_obs, &obs, 4, n * per_obs, 1, "observations") < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (get_array(o_masks, &masks, 1, n * r0->naction, 1, "masks") < 0) {
+        PyBuffer_Release(&obs);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (get_array(o_persp, &persp, 1, n, 0, "perspectives") < 0) {
+        PyBuffer_Release(&obs);
+        PyBuffer_Release(&masks);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *result = Py_None;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PositionObject *pos = batch_item(seq, i);
+        if (!pos || pos->rules != r0) {
+            if (pos) PyErr_Format(PyExc_ValueError, "game %zd of the batch has another variant's rules", i);
+            result = NULL;
+            break;
+        }
+        int p = ((const int8_t *)persp.buf)[i];
+        write_observation(r0, &pos->g, &L, p < 0 ? pos->g.hist[pos->g.ply].side : p, (float *)obs.buf + i * per_obs);
+        game_ensure_legal(r0, &pos->g);
+        uint8_t *m = (uint8_t *)masks.buf + i * r0->naction;
+        memset(m, 0, (size_t)r0->naction);
+        for (int k = 0; k < pos->g.nlegal; k++) m[pos->g.legal_action[k]] = 1;
+    }
+    PyBuffer_Release(&obs);
+    PyBuffer_Release(&masks);
+    PyBuffer_Release(&persp);
+    Py_DECREF(seq);
+    if (!result) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef core_functions[] = {
+    {"step_random_duels", core_step_random_duels, METH_VARARGS,
+     "step_random_duels(positions, actions, active, rng, steps, ply_limit, max_steps, reasons, winners, "
+     "truncated, illegal, material): learner moves and uniformly random replies for a batch of games"},
+    {"write_batch", core_write_batch, METH_VARARGS,
+     "write_batch(positions, observations, masks, perspectives, history, last_move): observations and "
+     "legal-action masks of a batch of games"},
+    {NULL}};
 
 static struct PyModuleDef core_module = {
-    PyModuleDef_HEAD_INIT, "_core", "Rules engine of minichess-envs (C).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_core", "Rules engine of minichess-envs (C).", -1, core_functions,
 };
 
 PyMODINIT_FUNC PyInit__core(void) {

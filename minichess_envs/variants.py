@@ -64,8 +64,8 @@ class Variant:
         one minor piece, or only same-coloured bishops).
     :param ply_limit: default episode length of the environments; reaching it
         truncates the episode (it is not a rule of the game).
-    :param fairy_stockfish: Fairy-Stockfish ``UCI_Variant`` name, if it has one.
-    :param pgn_variant: value of the PGN ``Variant`` tag.
+    :param fairy_stockfish: Fairy-Stockfish ``UCI_Variant`` name, if it has one (also
+        the PGN ``Variant`` tag, so that Fairy-Stockfish-based tools open our games).
     :param description: one line for tables and ``minichess variants``.
     """
 
@@ -86,7 +86,6 @@ class Variant:
     insufficient_material: bool = True
     ply_limit: int = 200
     fairy_stockfish: str | None = None
-    pgn_variant: str | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -207,7 +206,7 @@ register_variant(Variant(
 register_variant(Variant(
     name="gardner", title="Gardner", width=5, height=5,
     start_fen="rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1",
-    fairy_stockfish="gardner", pgn_variant="Gardner",
+    fairy_stockfish="gardner",
     description="Gardner's 5x5 minichess (Fairy-Stockfish and pgx rules)",
 ))
 register_variant(VARIANTS["gardner"].replace(
@@ -220,7 +219,7 @@ register_variant(Variant(
     name="losalamos", title="LosAlamos", width=6, height=6,
     start_fen="rnqknr/pppppp/6/6/PPPPPP/RNQKNR w - - 0 1",
     pieces="KQRNP", promotion="QRN", ply_limit=300,
-    fairy_stockfish="losalamos", pgn_variant="Los Alamos",
+    fairy_stockfish="losalamos",
     description="Los Alamos 6x6 chess: no bishops, no double step, no castling",
 ))
 register_variant(Variant(
@@ -259,6 +258,6 @@ register_variant(Variant(
     name="chess", title="Chess", width=8, height=8,
     start_fen="rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
     double_step=True, en_passant=True, castling=STANDARD_CASTLING,
-    ply_limit=512, fairy_stockfish="chess", pgn_variant="Standard",
+    ply_limit=512, fairy_stockfish="chess",
     description="Standard chess",
 ))

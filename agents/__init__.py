@@ -1,0 +1,12 @@
+"""Agents: one interface for every player, and one call to load any saved agent.
+
+>>> from agents import RandomAgent, load
+>>> agent = RandomAgent(seed=0)
+>>> agent.act(observation, action_mask)          # an action index  # doctest: +SKIP
+>>> agent = load("runs/alphazero_3x3/final")     # any saved agent  # doctest: +SKIP
+"""
+
+from agents.base import Agent, CallableAgent, as_agent, load
+from agents.random_agent import RandomAgent
+
+__all__ = ["Agent", "CallableAgent", "RandomAgent", "as_agent", "load"]

@@ -1,0 +1,26 @@
+"""Uniformly random legal moves: the reference every leaderboard is measured against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.base import Agent
+
+
+class RandomAgent(Agent):
+    """Plays a uniformly random legal action, from its own seeded generator."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None):
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        legal = np.flatnonzero(action_mask)
+        if len(legal) == 0:
+            raise ValueError("no legal action: the game is over")
+        return int(legal[self.rng.integers(len(legal))])

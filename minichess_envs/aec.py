@@ -1,0 +1,167 @@
+"""PettingZoo AEC environments: two players, ``player_0`` (White) and ``player_1`` (Black).
+
+>>> from minichess_envs import aec
+>>> env = aec.env("gardner")
+>>> env.reset(seed=0)
+>>> for agent in env.agent_iter():
+...     obs, reward, terminated, truncated, info = env.last()
+...     action = None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0])
+...     env.step(action)
+
+Like PettingZoo's classic games: observations are dicts with an
+``action_mask`` (all zeros for the player not to move), the winner gets +1 and
+the loser -1 at the end, an illegal move loses (``TerminateIllegalWrapper``),
+and reaching the ply limit truncates the game for both players. Each player
+observes the board from its own side. Ids are registered in PettingZoo's
+registry as ``minichess/<variant>_v0`` (``pettingzoo.make("aec", "minichess/gardner_v0")``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import Position
+from minichess_envs.env import observation_space
+from minichess_envs.pgn import game_pgn
+from minichess_envs.render import HumanWindow, render_ansi, render_rgb
+from minichess_envs.variants import Variant, get_variant
+
+AGENTS = ("player_0", "player_1")
+
+
+def env(variant: str | Variant = "gardner", **options) -> AECEnv:
+    """A wrapped AEC env, as PettingZoo's classic games are wrapped (illegal moves lose)."""
+    raw = raw_env(variant, **options)
+    wrapped = wrappers.TerminateIllegalWrapper(raw, illegal_reward=-1)
+    wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)
+    return wrappers.OrderEnforcingWrapper(wrapped)
+
+
+class raw_env(AECEnv):
+    """Two-player chess of one variant (PettingZoo naming: ``raw_env`` is unwrapped).
+
+    :param variant: variant name or :class:`~minichess_envs.Variant`.
+    :param history, last_move: the observation encoding.
+    :param ply_limit: plies after which the game is truncated (default: the variant's).
+    :param render_mode: ``"ansi"``, ``"rgb_array"`` or ``"human"`` (needs pygame).
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "name": "minichess_v0",
+                "is_parallelizable": False, "render_fps": 2}
+
+    def __init__(self, variant: str | Variant = "gardner", *, history: int = 1, last_move: bool = True,
+                 ply_limit: int | None = None, render_mode: str | None = None):
+        super().__init__()
+        self.variant = get_variant(variant)
+        self.metadata = dict(self.metadata, name=f"minichess_{self.variant.name.replace('-', '_')}_v0")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
+        self.render_mode = render_mode
+        self.encoding = ObservationEncoding(self.variant, history, last_move)
+        self.ply_limit = self.variant.ply_limit if ply_limit is None else int(ply_limit)
+        self.possible_agents = list(AGENTS)
+        self.agents = []
+        space = observation_space(self.variant, self.encoding)
+        self.observation_spaces = {a: space for a in AGENTS}
+        self.action_spaces = {a: spaces.Discrete(self.variant.num_actions) for a in AGENTS}
+        self.position = Position(self.variant)
+        self._window = None
+
+    def observation_space(self, agent):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        # The game itself is deterministic; the seed is accepted for API compatibility.
+        options = options or {}
+        unknown = set(options) - {"fen"}
+        if unknown:  # PettingZoo's api_test passes made-up options, so warn rather than fail
+            warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; supported: 'fen'", stacklevel=2)
+        position = Position(self.variant, options.get("fen"))
+        if position.is_game_over():
+            raise ValueError(f"the start position {position.fen()} is already over")
+        self.position = position
+        self.agents = list(AGENTS)
+        self.rewards = {a: 0 for a in AGENTS}
+        self._cumulative_rewards = {a: 0 for a in AGENTS}
+        self.terminations = {a: False for a in AGENTS}
+        self.truncations = {a: False for a in AGENTS}
+        self.infos = {a: {} for a in AGENTS}
+        self.agent_selection = AGENTS[position.turn]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        colour = AGENTS.index(agent)
+        obs = np.empty(self.encoding.shape, np.float32)
+        self.position.write_observation(obs, self.encoding.history, self.encoding.last_move, colour)
+        if colour == self.position.turn and not self._game_over():
+            mask = self.position.action_mask()
+        else:
+            mask = np.zeros(self.variant.num_actions, np.int8)
+        return {"observation": obs, "action_mask": mask}
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0
+        self.position.push_action(int(action))  # legality is enforced by the wrappers (or raises)
+        for a in AGENTS:
+            self.infos[a] = {"move": self.position.peek().uci()}
+        outcome = self.position.outcome()
+        if outcome is not None:
+            for colour, a in enumerate(AGENTS):
+                self.rewards[a] = 0 if outcome.winner is None else (1 if outcome.winner == colour else -1)
+                self.terminations[a] = True
+                self.infos[a]["outcome"] = outcome.termination.name.lower()
+        elif self.position.ply >= self.ply_limit:
+            for a in AGENTS:
+                self.truncations[a] = True
+        else:
+            self.rewards = {a: 0 for a in AGENTS}
+        self.agent_selection = AGENTS[self.position.turn]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _game_over(self) -> bool:
+        return self.position.outcome_code()[0] != 0 or self.position.ply >= self.ply_limit
+
+    def render(self):
+        if self.render_mode is None:
+            return None
+        if self.render_mode == "ansi":
+            return render_ansi(self.position)
+        image = render_rgb(self.position)
+        if self.render_mode == "rgb_array":
+            return image
+        if self._window is None:
+            self._window = HumanWindow(f"minichess-envs: {self.variant.name}")
+        self._window.show(image)
+        return None
+
+    def close(self) -> None:
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    @property
+    def moves(self) -> list[str]:
+        """The moves of the current game in UCI."""
+        return [m.uci() for m in self.position.move_stack]
+
+    def to_pgn(self, headers: dict[str, str] | None = None) -> str:
+        """The current game as PGN, players named ``player_0`` / ``player_1``."""
+        tags = {"White": AGENTS[0], "Black": AGENTS[1]}
+        tags.update(headers or {})
+        return game_pgn(self.position, tags)
+
