@@ -93,6 +93,46 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_tablebase(args) -> int:
+    from minichess_envs.tablebase import VALUE_NAMES, Tablebase, cache_path
+
+    tb = Tablebase.load(args.variant, args.white, args.black, cache_dir=args.cache_dir)
+    if args.action == "stats":
+        st = tb.stats()
+        print(f"{tb.variant.name} tablebase: white {st['white']}, black {st['black']}, {st['positions']:,} positions")
+        print(f"cache: {cache_path(tb.variant, tb.white, tb.black, args.cache_dir)}")
+        print()
+        print(f"{'to move':<8}{'win':>9}{'draw':>9}{'loss':>9}{'total':>9}")
+        totals = {name: 0 for name in ("win", "draw", "loss")}
+        for side, counts in st["by_side"].items():
+            print(f"{side:<8}" + "".join(f"{counts[k]:>9,}" for k in totals) + f"{sum(counts.values()):>9,}")
+            totals = {k: totals[k] + counts[k] for k in totals}
+        print(f"{'all':<8}" + "".join(f"{totals[k]:>9,}" for k in totals) + f"{sum(totals.values()):>9,}")
+        print()
+        print(f"game over: {st['checkmates']:,} checkmates, {st['stalemates']:,} stalemates, "
+              f"{st['insufficient_material']:,} insufficient material")
+        plies = st["longest_mate_plies"]
+        print(f"longest mate: {plies} plies (mate in {(plies + 1) // 2}), {st['longest_mate_positions']:,} positions, "
+              f"e.g. {st['longest_mate_example']}")
+        return 0
+    pos = Position(tb.variant, " ".join(args.fen))
+    value, dtm = tb.probe(pos)
+
+    def verdict(v, d):
+        return "draw" if v == 0 else f"{VALUE_NAMES[v]} in {d} {'ply' if d == 1 else 'plies'}"
+
+    print(pos.unicode())
+    print()
+    print(f"FEN:      {pos.fen()}")
+    print(f"value:    {verdict(value, dtm)} for {COLOR_NAMES[pos.turn]} (the side to move)")
+    moves = tb.move_values(pos)
+    if moves:
+        print("moves:    (* = fastest / longest defence / drawing)")
+    for m in sorted(moves, key=lambda m: (-m.value, m.dtm if m.value > 0 else -(m.dtm or 0), m.move.uci())):
+        print(f"  {'*' if (m.value, m.dtm) == (value, dtm) else ' '} {m.move.uci():<6} {verdict(m.value, m.dtm)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minichess", description="Small-board chess: rules, perft and demos.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -111,6 +151,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", help="only this variant")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_demo)
+    p = sub.add_parser("tablebase", help="exact values of small variants: table stats, probe a position")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--white", help="White's army, e.g. KQR (default: one of each piece type)")
+    common.add_argument("--black", help="Black's army, e.g. kqr (default: as White)")
+    common.add_argument("--cache-dir", help="where tables are cached (default: $MINICHESS_CACHE, "
+                        "else $XDG_CACHE_HOME/minichess-envs or ~/.cache/minichess-envs)")
+    tsub = p.add_subparsers(dest="action", required=True)
+    q = tsub.add_parser("stats", parents=[common], help="positions by side to move and value, the longest mate")
+    q.add_argument("variant", nargs="?", default="3x3")
+    q = tsub.add_parser("probe", parents=[common], help="value and DTM of a position and of each legal move")
+    q.add_argument("fen", nargs="+", help="the position (quoted, or as separate words)")
+    q.add_argument("--variant", default="3x3")
+    p.set_defaults(run=cmd_tablebase)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
