@@ -7,6 +7,12 @@
 """
 
 from agents.base import Agent, CallableAgent, as_agent, load
+from agents.greedy import GreedyAgent
+from agents.minimax import MinimaxAgent
 from agents.random_agent import RandomAgent
+from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent
 
-__all__ = ["Agent", "CallableAgent", "RandomAgent", "as_agent", "load"]
+__all__ = [
+    "Agent", "CallableAgent", "EngineError", "EngineNotFoundError", "GreedyAgent", "MinimaxAgent", "RandomAgent",
+    "UCIEngineAgent", "as_agent", "load",
+]

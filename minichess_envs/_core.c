@@ -24,6 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -758,8 +759,11 @@ static void write_observation(const RulesObject *r, const Game *g, const ObsLayo
     int c = L->history * L->per_step;
     if (us == BLACK) fill_plane(out, nsq, C, c, 1.0f);
     c++;
-    float clock = (float)now->halfmove / (float)(r->no_progress ? r->no_progress : 100);
-    fill_plane(out, nsq, C, c++, clock > 1.0f ? 1.0f : clock);
+    if (r->no_progress) { /* without a no-progress rule the clock means nothing: plane stays 0 */
+        float clock = (float)now->halfmove / (float)r->no_progress;
+        fill_plane(out, nsq, C, c, clock > 1.0f ? 1.0f : clock);
+    }
+    c++;
     if (L->castling) {
         for (int side = 0; side < 2; side++) {
             int colour = side == 0 ? us : us ^ 1;
@@ -1414,6 +1418,8 @@ static PyObject *core_write_batch(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#include "_search.c" /* the tree search, kept in its own file */
+
 static PyMethodDef core_functions[] = {
     {"step_random_duels", core_step_random_duels, METH_VARARGS,
      "step_random_duels(positions, actions, active, rng, steps, ply_limit, max_steps, reasons, winners, "
@@ -1428,7 +1434,8 @@ static struct PyModuleDef core_module = {
 };
 
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&RulesType) < 0 || PyType_Ready(&PositionType) < 0) return NULL;
+    if (PyType_Ready(&RulesType) < 0 || PyType_Ready(&PositionType) < 0 || PyType_Ready(&SearchType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
     IllegalMoveError = PyErr_NewExceptionWithDoc(
@@ -1438,7 +1445,9 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&RulesType);
     Py_INCREF(&PositionType);
     Py_INCREF(IllegalMoveError);
-    if (PyModule_AddObject(m, "Rules", (PyObject *)&RulesType) < 0 ||
+    Py_INCREF(&SearchType);
+    if (PyModule_AddObject(m, "Search", (PyObject *)&SearchType) < 0 ||
+        PyModule_AddObject(m, "Rules", (PyObject *)&RulesType) < 0 ||
         PyModule_AddObject(m, "Position", (PyObject *)&PositionType) < 0 ||
         PyModule_AddObject(m, "IllegalMoveError", IllegalMoveError) < 0) {
         Py_DECREF(m);

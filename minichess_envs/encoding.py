@@ -117,7 +117,8 @@ class ObservationEncoding:
     times"; then colour (1 when Black is to move) and the no-progress clock
     divided by the variant's limit; then, where the variant has them, four
     castling-right planes (mover's options, then opponent's), one en-passant
-    target plane, and the two last-move planes.
+    target plane, and the two last-move planes. The clock plane is all zeros in
+    variants without a no-progress rule (3x3), where the clock changes nothing.
     """
 
     variant: Variant

@@ -86,7 +86,7 @@ def reference_observation(pos: Position, history: int, last_move: bool) -> np.nd
             obs[..., t * per_step + 2 * len(types) + 1] = 1
     c = history * per_step
     obs[..., c] = float(mover == 1)
-    obs[..., c + 1] = min(pos.halfmove_clock / (v.no_progress_plies or 100), 1.0)
+    obs[..., c + 1] = min(pos.halfmove_clock / v.no_progress_plies, 1.0) if v.no_progress_plies else 0.0
     c += 2
     if v.castling:
         rights = pos.fen().split()[2]

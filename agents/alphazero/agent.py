@@ -1,0 +1,92 @@
+"""A trained AlphaZero network as an agent: search with it, or play its raw policy."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import torch
+
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
+from agents.alphazero.network import NetConfig, PolicyValueNet
+from agents.base import Agent, write_manifest
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.variants import get_variant
+
+WEIGHTS = "weights.pt"
+
+
+class AlphaZeroAgent(Agent):
+    """Plays the most visited move of a search with ``simulations`` simulations
+    (0: the network's most probable legal move, no search).
+
+    It needs the position (its observation may differ from the caller's); the
+    observation argument is ignored.
+    """
+
+    def __init__(self, net: PolicyValueNet, variant: str, history: int = 1, last_move: bool = False,
+                 simulations: int = 64, search: SearchConfig | None = None, name: str = "alphazero"):
+        self.net = net.eval()
+        self.variant = get_variant(variant)
+        self.encoding = ObservationEncoding(self.variant, history, last_move)
+        self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
+        self.simulations = simulations
+        self.evaluator = NetworkEvaluator(self.net)
+        self.name = name
+
+    @classmethod
+    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero") -> AlphaZeroAgent:
+        config = state["config"]
+        net = PolicyValueNet(NetConfig(**state["net_config"]))
+        net.load_state_dict(state["model"])
+        return cls(net, config["variant"], config["history"], config["last_move"], simulations,
+                   SearchConfig(**config["search"]), name)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        if position is None:
+            raise ValueError("AlphaZeroAgent needs the position: act(observation, action_mask, position)")
+        return int(self.act_batch(None, None, [position])[0])
+
+    def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
+        if positions is None:
+            raise ValueError("AlphaZeroAgent needs the positions: act_batch(observations, masks, positions)")
+        if self.simulations <= 0:
+            obs = np.stack([self.encoding.encode(p) for p in positions])
+            masks = np.stack([p.action_mask() for p in positions])
+            priors, _ = self.evaluator.evaluate(obs, masks)
+            return priors.argmax(1)
+        visits, _ = run_search(positions, self.evaluator, self.search, self.encoding)
+        return visits.argmax(1)
+
+    def value(self, positions) -> np.ndarray:
+        """The value head for each position, from its side to move."""
+        obs = np.stack([self.encoding.encode(p) for p in positions])
+        masks = np.stack([p.action_mask() for p in positions])
+        return self.evaluator.evaluate(obs, masks)[1]
+
+    def save(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+        tmp = os.path.join(path, WEIGHTS + ".tmp")
+        torch.save({"net_config": dataclasses.asdict(self.net.config), "model": self.net.state_dict()}, tmp)
+        os.replace(tmp, os.path.join(path, WEIGHTS))
+        write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,
+                       last_move=self.encoding.last_move, simulations=self.simulations,
+                       search=dataclasses.asdict(self.search))
+
+    @classmethod
+    def load(cls, path: str, simulations: int | None = None) -> AlphaZeroAgent:
+        from agents.base import read_manifest
+
+        manifest = read_manifest(path)
+        settings = manifest["settings"]
+        file = os.path.join(path, WEIGHTS)
+        try:
+            weights = torch.load(file, map_location="cpu", weights_only=True)
+            net = PolicyValueNet(NetConfig(**weights["net_config"]))
+            net.load_state_dict(weights["model"])
+        except Exception as exc:
+            raise ValueError(f"corrupt AlphaZero weights {file}: {type(exc).__name__}: {exc}") from None
+        sims = settings["simulations"] if simulations is None else simulations
+        return cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
+                   SearchConfig(**settings["search"]), manifest.get("name", "alphazero"))

@@ -1,0 +1,108 @@
+"""Judging an AlphaZero network against the exact 3x3 tablebase, every iteration.
+
+The tablebase only *evaluates*: nothing here feeds training. For every
+non-terminal position the set of value-preserving and DTM-optimal actions is
+computed once, so scoring the raw policy over all ~25,000 positions is one
+batched network call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.tablebase import Tablebase, probe_targets
+
+
+class TablebaseEvaluation:
+    """Per-iteration metrics of a network on a tablebase variant.
+
+    * ``score_policy_*``: the raw policy's argmax over all non-terminal positions;
+    * ``score_mcts_*``: search with ``search.simulations`` on a fixed seeded sample;
+    * ``value_match``: the value head read as win / draw / loss (|v| < 0.5 is a draw);
+    * ``probe_*``: value head and policy on the named probe positions (seed 000's figures).
+    """
+
+    def __init__(self, tablebase: Tablebase, encoding: ObservationEncoding, search: SearchConfig,
+                 sample: int = 1000, seed: int = 0, batch_size: int = 4096):
+        self.tb = tablebase
+        self.encoding = encoding
+        self.search = search
+        self.batch_size = batch_size
+        self.rows = tablebase.non_terminal()
+        A = encoding.variant.num_actions
+        n = len(self.rows)
+        self.positions = [tablebase.position(int(i)) for i in self.rows]
+        self.observations = np.stack([encoding.encode(p) for p in self.positions])
+        self.masks = np.stack([p.action_mask() for p in self.positions])
+        self.preserving = np.zeros((n, A), bool)
+        self.fastest = np.zeros((n, A), bool)
+        for k, i in enumerate(self.rows):
+            value, dtm = int(tablebase.value[i]), int(tablebase.dtm[i])
+            for m in tablebase.row_move_values(int(i)):
+                self.preserving[k, m.action] = m.value == value
+                self.fastest[k, m.action] = m.value == value and (-1 if m.dtm is None else m.dtm) == dtm
+        self.values = tablebase.value[self.rows].astype(np.int8)
+        self.sample = np.sort(np.random.default_rng(seed).choice(n, size=min(sample, n), replace=False))
+        self.probes = probe_targets(tablebase)
+        self.probe_positions = {name: tablebase.position(tablebase.index(p["fen"])) for name, p in self.probes.items()}
+
+    def policy_and_values(self, net) -> tuple[np.ndarray, np.ndarray]:
+        """Masked argmax of the policy and the value head over every non-terminal position."""
+        evaluator = NetworkEvaluator(net)
+        actions, values = [], []
+        for start in range(0, len(self.rows), self.batch_size):
+            chunk = slice(start, start + self.batch_size)
+            priors, v = evaluator.evaluate(self.observations[chunk], self.masks[chunk])
+            actions.append(priors.argmax(1))
+            values.append(v)
+        return np.concatenate(actions), np.concatenate(values)
+
+    def search_actions(self, net, which: np.ndarray) -> np.ndarray:
+        """The most visited move of a search from each position in ``which`` (indices into the rows)."""
+        evaluator = NetworkEvaluator(net)
+        out = []
+        for start in range(0, len(which), 512):
+            positions = [self.positions[k] for k in which[start:start + 512]]
+            visits, _ = run_search(positions, evaluator, self.search, self.encoding)
+            out.append(visits.argmax(1))
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+    def rates(self, actions: np.ndarray, which: np.ndarray) -> dict:
+        return {"value_preserving": float(self.preserving[which, actions].mean()),
+                "dtm_optimal": float(self.fastest[which, actions].mean())}
+
+    def __call__(self, net, encoding=None, iteration=None, full_search: bool = False) -> dict:
+        everything = np.arange(len(self.rows))
+        actions, values = self.policy_and_values(net)
+        policy = self.rates(actions, everything)
+        which = everything if full_search else self.sample
+        mcts = self.rates(self.search_actions(net, which), which)
+        predicted = np.where(np.abs(values) < 0.5, 0, np.sign(values))
+        row = {
+            "score_policy_value_preserving": policy["value_preserving"],
+            "score_policy_dtm_optimal": policy["dtm_optimal"],
+            "score_mcts_value_preserving": mcts["value_preserving"],
+            "score_mcts_dtm_optimal": mcts["dtm_optimal"],
+            "mcts_positions": len(which),
+            "value_match": float(np.mean(predicted == self.values)),
+        }
+        row.update(self.probe(net))
+        return row
+
+    def probe(self, net) -> dict:
+        """Value head, and the policy's probability of each move class, on the probe positions."""
+        evaluator = NetworkEvaluator(net)
+        out = {}
+        for name, position in self.probe_positions.items():
+            priors, value = evaluator.evaluate(self.encoding.encode(position)[None], position.action_mask()[None])
+            out[f"probe_{name}_value"] = float(value[0])
+            target = self.probes[name]
+            moves = {position.move_to_action(uci): result for uci, result in target["moves"].items()}
+            for label, keep in (("win", lambda r: r[0] == 1), ("draw", lambda r: r[0] == 0),
+                                ("loss", lambda r: r[0] == -1)):
+                out[f"probe_{name}_p_{label}"] = float(sum(priors[0, a] for a, r in moves.items() if keep(r)))
+            fastest = [a for a, r in moves.items() if r[0] == target["value"] and r[1] == target["dtm"]]
+            out[f"probe_{name}_p_fastest"] = float(sum(priors[0, a] for a in fastest))
+        return out

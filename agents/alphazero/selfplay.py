@@ -1,0 +1,145 @@
+"""Self-play: many games in lockstep, one batched search per move for all of them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from agents.alphazero.mcts import SearchConfig, run_search
+from minichess_envs.encoding import ObservationEncoding
+
+
+@dataclasses.dataclass
+class Samples:
+    """Training positions: observation, legal mask, search policy and final outcome.
+
+    ``value`` is the game's result for the side to move at that position
+    (+1 win, 0 draw or ply limit, -1 loss).
+    """
+
+    observations: np.ndarray  # float16 (N, H, W, C): exact for 0/1 planes, clock to 1e-3
+    masks: np.ndarray  # int8 (N, A)
+    policies: np.ndarray  # float32 (N, A)
+    values: np.ndarray  # float32 (N,)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @classmethod
+    def concatenate(cls, parts: list[Samples]) -> Samples:
+        return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
+
+
+@dataclasses.dataclass
+class GameRecord:
+    """Summary of one self-play game."""
+
+    start_fen: str
+    plies: int
+    result: str  # "1-0", "0-1", "1/2-1/2"
+    termination: str  # e.g. "checkmate", "repetition", "ply limit"
+
+
+def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEncoding, rng: np.random.Generator,
+               temperature_plies: int = 8) -> tuple[Samples, list[GameRecord]]:
+    """Play one game from each start position (copies are played) and return its training samples.
+
+    Every move: a noisy search of all unfinished games at once, then a move
+    sampled in proportion to the visit counts for the first ``temperature_plies``
+    plies of the game, and the most visited move afterwards (ties broken at random).
+    """
+    variant = encoding.variant
+    games = [start.copy() for start in starts]
+    first_ply = [g.ply for g in games]
+    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move)
+    records: list[GameRecord | None] = [None] * len(games)
+    active = [i for i, g in enumerate(games) if not g.is_game_over()]
+    for i, g in enumerate(games):
+        if i not in active:
+            records[i] = GameRecord(g.fen(), 0, g.result(), g.outcome().termination.name.lower())
+    while active:
+        positions = [games[i] for i in active]
+        visits, _ = run_search(positions, evaluator, search, encoding, rng=rng)
+        still = []
+        for row, i in enumerate(active):
+            g = games[i]
+            policy = visits[row] / visits[row].sum()
+            trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn))
+            if g.ply - first_ply[i] < temperature_plies:
+                action = int(rng.choice(len(policy), p=policy))
+            else:
+                best = np.flatnonzero(visits[row] == visits[row].max())
+                action = int(best[rng.integers(len(best))])
+            g.push_action(action)
+            outcome = g.outcome()
+            if outcome is None and g.ply < variant.ply_limit:
+                still.append(i)
+                continue
+            how = outcome.termination.name.lower() if outcome else "ply limit"
+            records[i] = GameRecord(starts[i].fen(), g.ply - first_ply[i], g.result() if outcome else "1/2-1/2", how)
+        active = still
+    parts = []
+    for i, trajectory in enumerate(trajectories):
+        if not trajectory:
+            continue
+        outcome = games[i].outcome()
+        winner = None if outcome is None else outcome.winner
+        obs, masks, policies, sides = zip(*trajectory)
+        values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
+        parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
+                             values))
+    if not parts:
+        A = variant.num_actions
+        empty = Samples(np.zeros((0, *encoding.shape), np.float16), np.zeros((0, A), np.int8),
+                        np.zeros((0, A), np.float32), np.zeros(0, np.float32))
+        return empty, records
+    return Samples.concatenate(parts), records
+
+
+class ReplayBuffer:
+    """The most recent ``capacity`` samples, as a ring of preallocated arrays."""
+
+    def __init__(self, capacity: int, observation_shape: tuple, num_actions: int):
+        self.capacity = capacity
+        self.observations = np.zeros((capacity, *observation_shape), np.float16)
+        self.masks = np.zeros((capacity, num_actions), np.int8)
+        self.policies = np.zeros((capacity, num_actions), np.float32)
+        self.values = np.zeros(capacity, np.float32)
+        self.size = 0
+        self.next = 0  # where the next sample goes
+        self.added = 0  # samples ever added
+
+    def add(self, samples: Samples) -> None:
+        for j in range(0, len(samples), self.capacity):
+            chunk = slice(j, min(j + self.capacity, len(samples)))
+            n = chunk.stop - chunk.start
+            idx = (self.next + np.arange(n)) % self.capacity
+            self.observations[idx] = samples.observations[chunk]
+            self.masks[idx] = samples.masks[chunk]
+            self.policies[idx] = samples.policies[chunk]
+            self.values[idx] = samples.values[chunk]
+            self.next = int((self.next + n) % self.capacity)
+            self.size = min(self.capacity, self.size + n)
+            self.added += n
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Samples:
+        idx = rng.integers(self.size, size=batch_size)
+        return Samples(self.observations[idx], self.masks[idx], self.policies[idx], self.values[idx])
+
+    def state(self) -> dict:
+        """Everything needed to restore the buffer (saved in checkpoints)."""
+        n = self.size
+        return {"capacity": self.capacity, "next": self.next, "size": n, "added": self.added,
+                "observations": self.observations[:n].copy(), "masks": self.masks[:n].copy(),
+                "policies": self.policies[:n].copy(), "values": self.values[:n].copy()}
+
+    def restore(self, state: dict) -> None:
+        if state["capacity"] != self.capacity:
+            raise ValueError(f"checkpoint buffer holds {state['capacity']} samples, this run {self.capacity}")
+        n = state["size"]
+        self.observations[:n] = state["observations"]
+        self.masks[:n] = state["masks"]
+        self.policies[:n] = state["policies"]
+        self.values[:n] = state["values"]
+        self.size, self.next, self.added = n, state["next"], state["added"]

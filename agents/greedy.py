@@ -1,0 +1,61 @@
+"""Greedy capture: take the most valuable piece on offer, else move at random."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.base import Agent, read_manifest, write_manifest
+
+#: Piece values by type code (index: none, P, N, B, R, Q, K). Capturing a king is
+#: legal only in king-capture variants, where it wins, so it outranks everything.
+PIECE_VALUES = (0, 1, 3, 3, 5, 9, 1000)
+_F_EP = 2  # move-code flag: en-passant capture (the victim is not on the to-square)
+
+
+def captured_values(position) -> list[int]:
+    """Value of the piece each legal move captures (0 for none), in ``legal_move_codes()`` order."""
+    board = position.board_state()[0]
+    out = []
+    for code in position.legal_move_codes():
+        if (code >> 15) & _F_EP:
+            out.append(PIECE_VALUES[1])
+        else:
+            out.append(PIECE_VALUES[board[(code >> 6) & 63] & 7])
+    return out
+
+
+class GreedyAgent(Agent):
+    """Captures the most valuable piece it can (ties at random); with no capture, a random move.
+
+    Needs the position (``act(..., position=pos)``).
+    """
+
+    name = "greedy"
+
+    def __init__(self, seed: int | None = None, name: str | None = None):
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        if name:
+            self.name = name
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        if position is None:
+            raise ValueError("GreedyAgent looks at the pieces, so it needs the position: pass position=")
+        values = captured_values(position)
+        if not values:
+            raise ValueError(f"no legal move: the game is over in {position.fen()}")
+        best = max(values)
+        actions = position.legal_actions()  # same order as legal_move_codes()
+        choices = [a for a, v in zip(actions, values) if v == best]
+        return int(choices[self.rng.integers(len(choices))])
+
+    def save(self, path: str) -> None:
+        write_manifest(path, self, seed=self.seed, name=self.name)
+
+    @classmethod
+    def load(cls, path: str) -> GreedyAgent:
+        return cls(**read_manifest(path)["settings"])

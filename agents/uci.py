@@ -1,0 +1,286 @@
+"""A real engine over UCI: Fairy-Stockfish for the minichess variants, Stockfish for 8x8.
+
+>>> with UCIEngineAgent("gardner", nodes=100) as engine:      # doctest: +SKIP
+...     action = engine.act(observation, mask, position)
+
+The engine process starts on the first move and is shut down by :meth:`close`
+(also on ``with`` exit, garbage collection, and when a pickled copy's process
+exits), so agents can be pickled into worker processes, each of which then
+runs its own engine. Search is single-threaded and ``reset`` sends
+``ucinewgame`` (clearing the hash), so with a node or depth limit the engine's
+moves depend only on the game: arena results are reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import threading
+
+from agents.base import Agent, read_manifest, write_manifest
+from minichess_envs.engine import IllegalMoveError
+from minichess_envs.variants import VARIANTS, get_variant
+
+#: Debian/Ubuntu package of each engine, for the error message when it is missing.
+PACKAGES = {"fairy-stockfish": "fairy-stockfish", "stockfish": "stockfish"}
+SEARCH_DIRS = ("/usr/games", "/usr/local/games")  # Debian installs games here, often not on PATH
+
+
+class EngineError(RuntimeError):
+    """The engine process failed: it died, did not answer in time, or said something unexpected."""
+
+
+class EngineNotFoundError(FileNotFoundError):
+    """The engine binary is not installed."""
+
+
+def find_engine(engine: str, path: str | None = None) -> str:
+    """Path of the engine binary: ``path`` if given, else ``engine`` on PATH, then in /usr/games."""
+    if path is not None:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise EngineNotFoundError(f"{engine} binary {path!r} does not exist or is not executable")
+        return path
+    found = shutil.which(engine) or shutil.which(engine, path=os.pathsep.join(SEARCH_DIRS))
+    if found is None:
+        package = PACKAGES.get(engine, engine)
+        raise EngineNotFoundError(
+            f"{engine} not found on PATH or in {', '.join(SEARCH_DIRS)}: install Debian's {package} package "
+            f"(apt install {package}) or pass path="
+        )
+    return found
+
+
+class UCIEngineAgent(Agent):
+    """Plays the moves of a UCI engine, searching to a node, depth or time limit.
+
+    :param variant: the variant played; Fairy-Stockfish gets its ``UCI_Variant``
+        (``gardner``, ``losalamos``, ``chess``; others need ``variant_config``).
+    :param engine: ``"fairy-stockfish"`` or ``"stockfish"`` (default: stockfish
+        for chess, else fairy-stockfish).
+    :param path: the engine binary (default: searched on PATH, then /usr/games).
+    :param nodes, depth, movetime: the search limit, exactly one (movetime in
+        milliseconds); default ``nodes=1000``.
+    :param options: extra ``setoption`` values, e.g. ``{"Hash": 64}``. (``Skill Level`` below 20
+        picks moves with a clock-seeded random generator: games stop being reproducible.)
+    :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``)
+        for variants it does not build in; name the section with ``uci_variant``.
+    :param timeout: seconds to wait for any answer (on top of ``movetime``).
+    """
+
+    def __init__(
+        self,
+        variant: str = "gardner",
+        engine: str | None = None,
+        path: str | None = None,
+        *,
+        nodes: int | None = None,
+        depth: int | None = None,
+        movetime: int | None = None,
+        options: dict | None = None,
+        variant_config: str | None = None,
+        uci_variant: str | None = None,
+        name: str | None = None,
+        timeout: float = 30.0,
+    ):
+        v = get_variant(variant)
+        self.variant = v.name
+        self.engine = engine or ("stockfish" if v.name == "chess" else "fairy-stockfish")
+        if self.engine not in PACKAGES:
+            raise ValueError(f"engine must be 'fairy-stockfish' or 'stockfish', not {self.engine!r}")
+        if self.engine == "stockfish":
+            if v.name != "chess":
+                raise ValueError(f"stockfish plays only standard chess, not {v.name!r}: use engine='fairy-stockfish'")
+            if variant_config or uci_variant:
+                raise ValueError("variant_config and uci_variant are Fairy-Stockfish options; stockfish has none")
+        self.uci_variant = uci_variant or (v.fairy_stockfish if self.engine == "fairy-stockfish" else None)
+        if self.engine == "fairy-stockfish" and self.uci_variant is None:
+            built_in = ", ".join(name for name, w in VARIANTS.items() if w.fairy_stockfish)
+            raise ValueError(
+                f"Fairy-Stockfish has no built-in variant for {v.name!r} (built in: {built_in}); pass "
+                "variant_config= (a variants.ini defining it) and uci_variant= (its section name)"
+            )
+        if variant_config is not None and not os.path.isfile(variant_config):
+            raise ValueError(f"variant_config {variant_config!r} is not a file")
+        self.variant_config = variant_config
+        limits = {k: val for k, val in (("nodes", nodes), ("depth", depth), ("movetime", movetime)) if val is not None}
+        if not limits:
+            limits = {"nodes": 1000}
+        if len(limits) > 1:
+            raise ValueError(f"give one search limit (nodes, depth or movetime), got {', '.join(limits)}")
+        (self.limit, self.limit_value), = limits.items()
+        if not isinstance(self.limit_value, int) or self.limit_value < 1:
+            raise ValueError(f"{self.limit} must be a positive integer, got {self.limit_value!r}")
+        self.options = dict(options or {})
+        self.path = path  # as given: a saved agent searches again where it is loaded
+        self.binary = find_engine(self.engine, path)
+        self.timeout = float(timeout)
+        short = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}[self.engine]
+        unit = {"nodes": "n", "depth": "d", "movetime": "ms"}[self.limit]
+        self.name = name or f"{short}-{unit}{self.limit_value}"
+        self._proc = None
+        self._lines = None
+        self._reader = None
+
+    # -- the process ---------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the engine and configure it (done by the first move if not called)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        try:
+            self._proc = subprocess.Popen(
+                [self.binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True, bufsize=1,
+            )
+        except OSError as exc:
+            raise EngineError(f"cannot start {self.engine} ({self.binary}): {exc}") from None
+        # A reader thread lets every wait have a timeout (a hung engine must not hang the arena).
+        self._lines = queue.Queue()
+        self._reader = threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True)
+        self._reader.start()
+        self._send("uci")
+        options = [line for line in self._read_until("uciok") if line.startswith("option name UCI_Variant ")]
+        known = options[0].split(" var ")[1:] if options else []
+        if self.uci_variant and not self.variant_config and self.uci_variant not in known:
+            self.close()
+            raise EngineError(f"{self.engine} ({self.binary}) does not know UCI_Variant {self.uci_variant!r}"
+                              + (f"; it knows: {', '.join(known)}" if known else ""))
+        settings = {"Threads": 1, **self.options}
+        if self.variant_config:
+            settings["VariantPath"] = os.path.abspath(self.variant_config)
+        if self.uci_variant:
+            settings["UCI_Variant"] = self.uci_variant
+        for key, value in settings.items():
+            if isinstance(value, bool):
+                value = str(value).lower()
+            self._send(f"setoption name {key} value {value}")
+        self._send("ucinewgame")
+        self._sync()
+
+    def close(self) -> None:
+        """Send ``quit`` and wait for the engine to exit (killing it after 2 s)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                try:
+                    proc.stdin.write("quit\n")
+                    proc.stdin.flush()
+                except (OSError, ValueError):
+                    pass
+                try:
+                    proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=2)
+        finally:
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except (OSError, ValueError):
+                    pass
+
+    def __enter__(self) -> UCIEngineAgent:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: best effort only
+            pass
+
+    def __getstate__(self) -> dict:
+        # A copy (pickled into a worker) gets its own engine, started on its first move.
+        state = self.__dict__.copy()
+        state.update(_proc=None, _lines=None, _reader=None)
+        return state
+
+    def _send(self, line: str) -> None:
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError, AttributeError):
+            raise EngineError(f"{self.engine} ({self.binary}) is not running (exit code "
+                              f"{self._proc.poll() if self._proc else None}) while sending {line!r}") from None
+
+    def _wait_for(self, token: str, timeout: float | None = None) -> str:
+        """The first line starting with ``token``; earlier lines (``info``, ...) are skipped."""
+        return self._read_until(token, timeout)[-1]
+
+    def _read_until(self, token: str, timeout: float | None = None) -> list[str]:
+        """Output lines up to and including the first that starts with ``token``."""
+        timeout = self.timeout if timeout is None else timeout
+        seen = []
+        while True:
+            try:
+                line = self._lines.get(timeout=timeout)
+            except queue.Empty:
+                raise EngineError(f"{self.engine} did not answer {token!r} within {timeout:g} s") from None
+            if line is None:
+                raise EngineError(f"{self.engine} exited (code {self._proc.wait()}) before answering {token!r}")
+            seen.append(line)
+            if line.startswith(token):
+                return seen
+
+    def _sync(self) -> None:
+        self._send("isready")
+        self._wait_for("readyok")
+
+    # -- the agent -------------------------------------------------------------
+
+    def reset(self, seed: int | None = None) -> None:
+        """A new game: clear the engine's hash (its search is deterministic; ``seed`` is unused)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._send("ucinewgame")
+            self._sync()
+
+    def bestmove(self, position) -> str:
+        """The engine's move in ``position`` (UCI), searched from the game's root so it sees repetitions."""
+        self.start()
+        moves = " ".join(m.uci() for m in position.move_stack)
+        self._send(f"position fen {position.root_fen}" + (f" moves {moves}" if moves else ""))
+        self._send(f"go {self.limit} {self.limit_value}")
+        wait = self.timeout + (self.limit_value / 1000 if self.limit == "movetime" else 0)
+        fields = self._wait_for("bestmove", wait).split()
+        if len(fields) < 2 or fields[1] in ("(none)", "0000"):
+            raise EngineError(f"{self.engine} found no move in {position.fen()}: {' '.join(fields)!r}")
+        return fields[1]
+
+    def act(self, observation, action_mask, position=None) -> int:
+        if position is None:
+            raise ValueError(f"{self.name} sends the position to the engine: pass position=")
+        if position.variant.name != self.variant:
+            raise ValueError(f"{self.name} is set up for {self.variant!r}, not {position.variant.name!r}")
+        move = self.bestmove(position)
+        try:
+            return position.move_to_action(move)
+        except (ValueError, IllegalMoveError) as exc:
+            raise EngineError(f"{self.engine} played {move!r}, not legal here ({position.fen()}): {exc}") from None
+
+    def save(self, path: str) -> None:
+        """Write ``agent.json`` with the settings (the engine itself is found again on load)."""
+        # "binary" because write_manifest's own first argument is called path.
+        write_manifest(path, self, variant=self.variant, engine=self.engine, binary=self.path,
+                       **{self.limit: self.limit_value}, options=self.options, variant_config=self.variant_config,
+                       uci_variant=self.uci_variant, name=self.name, timeout=self.timeout)
+
+    @classmethod
+    def load(cls, path: str) -> UCIEngineAgent:
+        settings = read_manifest(path)["settings"]
+        return cls(path=settings.pop("binary", None), **settings)
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    """Reader thread: engine output lines into ``lines``; ``None`` at end of output."""
+    try:
+        for line in stream:
+            lines.put(line.strip())
+    except (OSError, ValueError):
+        pass
+    lines.put(None)

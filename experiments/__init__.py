@@ -1,0 +1,1 @@
+"""Runnable experiments (``python experiments/<name>.py``); shared report helpers in ``report``."""

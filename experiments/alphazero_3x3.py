@@ -1,0 +1,181 @@
+"""AlphaZero learns Major-Piece 3x3 chess by self-play, judged against the exact tablebase.
+
+    python experiments/alphazero_3x3.py                       # about 5 minutes on 2 CPU cores
+    python experiments/alphazero_3x3.py --resume              # continue an interrupted run
+    python experiments/alphazero_3x3.py --workers 2           # self-play in Ray actors
+
+Self-play starts from the two drawn start positions and from random legal
+positions (the curriculum of seed 000); the tablebase is used only to evaluate.
+Writes runs/alphazero_3x3/: report.md, metrics.csv, *.png, checkpoint.pt, and
+agent/ (load it with ``agents.load("runs/alphazero_3x3/agent")``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
+from agents.alphazero.diagnostics import TablebaseEvaluation  # noqa: E402
+from agents.alphazero.mcts import SearchConfig  # noqa: E402
+from agents.alphazero.train import Config, make_net, train, write_agent  # noqa: E402
+from experiments.report import line_plot, markdown_table  # noqa: E402
+from minichess_envs.positions import START_POSITIONS  # noqa: E402
+from minichess_envs.tablebase import Tablebase, score_agent  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/alphazero_3x3")
+    parser.add_argument("--iterations", type=int, default=60)
+    parser.add_argument("--games", type=int, default=1024, help="self-play games per iteration")
+    parser.add_argument("--simulations", type=int, default=64)
+    parser.add_argument("--eval-sample", type=int, default=1000, help="positions searched each iteration")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
+    parser.add_argument("--ray-address", default=None)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads in the main process")
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args(argv)
+
+    starts = START_POSITIONS["3x3"]
+    config = Config(
+        variant="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
+        games_per_iteration=args.games, random_start_fraction=0.75,
+        start_fens=(starts["white"], starts["black"]),
+        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99),
+        blocks=3, channels=64, history=1, last_move=False,
+        sample_reuse=4.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4, threads=args.threads,
+        workers=args.workers, ray_address=args.ray_address,
+    )
+    print("loading the 3x3 tablebase (evaluation only) ...", flush=True)
+    tablebase = Tablebase.load("3x3", verbose=True)
+    _, encoding = make_net(config)
+    evaluation = TablebaseEvaluation(tablebase, encoding, config.search, sample=args.eval_sample, seed=args.seed)
+    print(f"{len(evaluation.rows):,} non-terminal positions; searching {len(evaluation.sample):,} of them "
+          f"each iteration at {args.simulations} simulations", flush=True)
+
+    start = time.perf_counter()
+    state = train(config, evaluate=evaluation, resume=args.resume)
+    train_seconds = state["metrics"][-1]["elapsed_s"]
+
+    print("final evaluation over every non-terminal position ...", flush=True)
+    t0 = time.perf_counter()
+    agent_path = write_agent(args.out, state, simulations=args.simulations)
+    raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
+    searching = AlphaZeroAgent.from_checkpoint(state, simulations=args.simulations, name=f"MCTS {args.simulations}")
+    scores = {
+        "raw policy": score_agent(raw, tablebase, encoding=encoding, value_fn=raw.value),
+        f"MCTS {args.simulations}": score_agent(searching, tablebase, encoding=encoding),
+    }
+    final_seconds = time.perf_counter() - t0
+    write_report(args, config, state, scores, train_seconds, final_seconds, time.perf_counter() - start,
+                 agent_path)
+    print(open(os.path.join(args.out, "report.md")).read())
+    return 0
+
+
+def write_report(args, config, state, scores, train_seconds, final_seconds, wall_seconds, agent_path) -> None:
+    metrics = state["metrics"]
+    out = args.out
+    iters = [m["iteration"] for m in metrics]
+    line_plot(os.path.join(out, "rates.png"), iters, {
+        "raw policy, value-preserving (all positions)": [m["score_policy_value_preserving"] for m in metrics],
+        "raw policy, DTM-optimal": [m["score_policy_dtm_optimal"] for m in metrics],
+        "MCTS, value-preserving (sample)": [m["score_mcts_value_preserving"] for m in metrics],
+        "MCTS, DTM-optimal (sample)": [m["score_mcts_dtm_optimal"] for m in metrics],
+        "value head, class matches": [m["value_match"] for m in metrics],
+    }, "iteration", "rate", "3x3: moves and values against the tablebase")
+    probes = sorted({k.split("_")[1] for k in metrics[-1] if k.startswith("probe_")})
+    line_plot(os.path.join(out, "probe_values.png"), iters,
+              {name: [m[f"probe_{name}_value"] for m in metrics] for name in probes},
+              "iteration", "value head", "value head on the probe positions (targets: draw 0, win 1)")
+    for name in probes:
+        if name.startswith("win"):
+            line_plot(os.path.join(out, f"probe_{name}_policy.png"), iters,
+                      {label: [m[f"probe_{name}_p_{label}"] for m in metrics]
+                       for label in ("fastest", "win", "draw", "loss")},
+                      "iteration", "policy probability", f"policy on probe '{name}' by move result")
+    line_plot(os.path.join(out, "losses.png"), iters,
+              {"policy loss": [m["policy_loss"] for m in metrics], "value loss": [m["value_loss"] for m in metrics]},
+              "iteration", "loss", "training losses")
+    rows = []
+    for label, score in scores.items():
+        for side, r in score.by_side().items():
+            rows.append([label, side, f"{r['positions']:,}", f"{r['value_preserving']:.4f}", f"{r['dtm_optimal']:.4f}",
+                         r["win->draw"], r["win->loss"], r["draw->loss"],
+                         "-" if r["value_match"] is None else f"{r['value_match']:.4f}"])
+    table = markdown_table(["player", "to move", "positions", "value-preserving", "DTM-optimal", "win->draw",
+                            "win->loss", "draw->loss", "value head matches"], rows)
+    raw_all = scores["raw policy"].rates()
+    mcts_all = scores[f"MCTS {args.simulations}"].rates()
+    last = metrics[-1]
+    selfplay = sum(m["selfplay_s"] for m in metrics)
+    positions = sum(m["samples"] for m in metrics)
+    text = f"""# AlphaZero on Major-Piece 3x3 chess
+
+{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
+move, 75% of games from random legal positions, 25% from the two drawn starts), a {config.blocks}-block,
+{config.channels}-channel residual network; judged against the exact tablebase on **every** one of the
+{raw_all['positions']:,} non-terminal positions.
+
+| | value-preserving | DTM-optimal | target |
+|---|---|---|---|
+| raw policy (argmax, no search) | **{raw_all['value_preserving']:.4f}** | {raw_all['dtm_optimal']:.4f} | >= 0.98 |
+| MCTS, {args.simulations} simulations | **{mcts_all['value_preserving']:.4f}** | {mcts_all['dtm_optimal']:.4f} | >= 0.995 |
+
+The search is strong on this small board by itself: at iteration 1, with a barely trained network, MCTS
+already kept the value in {metrics[0]['score_mcts_value_preserving']:.4f} of its sample (the raw policy:
+{metrics[0]['score_policy_value_preserving']:.4f}). The raw policy is the measure of what the network learned.
+
+Time on {os.cpu_count()} CPU cores: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
+{positions / max(selfplay, 1e-9):,.0f} positions/s), final evaluation {final_seconds / 60:.1f} min, whole run
+{wall_seconds / 60:.1f} min. Seed 000 trained for 22-50 hours and judged four positions.
+
+## Against the tablebase, by side to move
+
+Blunders count positions: a won position where the move only draws (win->draw) or loses (win->loss),
+and a drawn one where it loses (draw->loss). "Value head matches": the value read as win / draw / loss
+(|v| < 0.5 is a draw) equals the true value.
+
+{table}
+
+## Probe positions (seed 000's diagnostics)
+
+Value head at the last iteration: """ + ", ".join(
+        f"{name} {last[f'probe_{name}_value']:+.3f}" for name in probes) + f""".
+The win probes' policy puts {last.get('probe_win-white_p_fastest', float('nan')):.3f} (White) and
+{last.get('probe_win-black_p_fastest', float('nan')):.3f} (Black) on the fastest mate; seed 000's agent
+skipped the mate in 1 of its Black probe. Plots: `rates.png`, `probe_values.png`,
+`probe_win-*_policy.png`, `losses.png`; every number per iteration: `metrics.csv`.
+
+## Settings
+
+```
+{_settings(config)}
+```
+
+The trained agent: `agents.load("{agent_path}")` (MCTS with {args.simulations} simulations; pass
+`simulations=0` to `AlphaZeroAgent.load` for the raw policy).
+"""
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text)
+
+
+def _settings(config) -> str:
+    d = dataclasses.asdict(config)
+    return "\n".join(f"{k} = {v}" for k, v in d.items())
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    np.set_printoptions(precision=3)
+    sys.exit(main())

@@ -1,0 +1,518 @@
+/*
+ * _search.c -- batched Monte Carlo tree search (AlphaZero's PUCT) over the engine.
+ *
+ * Included by _core.c (not compiled on its own) so that it uses the engine's
+ * static functions directly. Python drives it (agents/alphazero/mcts.py):
+ *
+ *     search.set_root(i, position)             for every tree i
+ *     while search.min_visits() < simulations:
+ *         n = search.select(k, obs, masks, keys)  up to k new leaves per tree
+ *         priors, values = network(obs[:n], masks[:n])
+ *         search.backup(priors, values)
+ *     search.root_visits(counts)
+ *
+ * Selection follows PUCT, Q + c * P * sqrt(N_parent) / (1 + N), with virtual
+ * loss so that several leaves of one tree can wait for the same network call.
+ * Leaves where the game is over (mate, stalemate, draw rules, ply limit) get
+ * their exact value and are backed up at once. Values are backed up negamax
+ * style with a per-ply discount (value of a position = -discount * value of
+ * the position after the chosen move), so a mate in 1 is worth more than a
+ * mate in 3 and a loss later is better than a loss now.
+ */
+
+typedef struct {
+    int32_t parent;      /* -1 for the root */
+    int32_t first_child; /* -1 until expanded; children are contiguous */
+    int16_t num_children;
+    int16_t action;      /* action of the move into this node, for the parent's side */
+    uint32_t move;       /* move code into this node */
+    float prior;         /* P(parent -> this) */
+    int32_t visits;      /* N, virtual visits of pending simulations included */
+    float value_sum;     /* W, from the view of the side that moved into this node */
+    int8_t terminal;     /* game over here: value is exact */
+    int8_t pending;      /* expanded at selection, waiting for network priors */
+    float terminal_value; /* if terminal: value for the side to move here */
+} Node;
+
+typedef struct {
+    Node *nodes;
+    int32_t num_nodes, cap_nodes;
+    Game game;    /* root history; pushed along a path during selection */
+    int root_ply; /* game.ply at the root */
+    int has_root;
+} Tree;
+
+typedef struct {
+    int32_t tree, node;
+} Leaf;
+
+typedef struct {
+    PyObject_HEAD
+    RulesObject *rules;
+    int num_trees;
+    Tree *trees;
+    float c_puct, discount, virtual_loss, fpu;
+    int ply_limit;
+    ObsLayout layout;
+    Leaf *leaves; /* leaves of the last select, waiting for backup */
+    int num_leaves, cap_leaves;
+} SearchObject;
+
+static PyTypeObject SearchType;
+
+static int tree_add_nodes(Tree *t, int n) {
+    if (t->num_nodes + n > t->cap_nodes) {
+        int cap = t->cap_nodes ? t->cap_nodes : 1024;
+        while (cap < t->num_nodes + n) cap *= 2;
+        Node *nodes = PyMem_Realloc(t->nodes, (size_t)cap * sizeof(Node));
+        if (!nodes) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->nodes = nodes;
+        t->cap_nodes = cap;
+    }
+    int first = t->num_nodes;
+    t->num_nodes += n;
+    return first;
+}
+
+/* Value of a finished game for the side to move (it can only lose or draw,
+ * except under a stalemate-wins rule). */
+static float terminal_value(const Game *g) {
+    if (g->winner < 0) return 0.0f;
+    return g->winner == g->hist[g->ply].side ? 1.0f : -1.0f;
+}
+
+/* A 64-bit key of everything the observation shows, for the network's cache. */
+static uint64_t observation_key(const RulesObject *r, const Game *g, const ObsLayout *L) {
+    const Board *b = &g->hist[g->ply];
+    uint64_t clock = r->no_progress ? (uint64_t)(b->halfmove < r->no_progress ? b->halfmove : r->no_progress) : 0;
+    uint64_t key = 0x9E3779B97F4A7C15ULL ^ clock * 0xD6E8FEB86659FD93ULL;
+    if (L->last_move) key ^= (uint64_t)b->last_move * 0xA0761D6478BD642FULL;
+    for (int t = 0; t < L->history && t <= g->ply; t++) {
+        const Board *h = &g->hist[g->ply - t];
+        key = (key ^ h->hash ^ ((uint64_t)h->reps << 56)) * 0xE7037ED1A0B428DBULL;
+        key ^= key >> 29;
+    }
+    return key;
+}
+
+/* Back up `value` (for the side to move at `node`) to the root, negamax with discount. */
+static void backup_path(SearchObject *s, Tree *t, int32_t node, float value, float undo_virtual) {
+    while (node >= 0) {
+        Node *nd = &t->nodes[node];
+        if (nd->parent < 0) break; /* the root has no edge to credit */
+        value = -s->discount * value;
+        nd->value_sum += value + undo_virtual;
+        node = nd->parent;
+    }
+}
+
+/* Expand the current position of t->game under `node`: one child per legal move. */
+static int expand(SearchObject *s, Tree *t, int32_t node) {
+    const RulesObject *r = s->rules;
+    Game *g = &t->game;
+    game_ensure_legal(r, g);
+    int first = tree_add_nodes(t, g->nlegal);
+    if (first < 0) return -1;
+    Node *nd = &t->nodes[node];
+    nd->first_child = first;
+    nd->num_children = (int16_t)g->nlegal;
+    float uniform = g->nlegal ? 1.0f / g->nlegal : 0.0f;
+    for (int k = 0; k < g->nlegal; k++) {
+        Node *c = &t->nodes[first + k];
+        c->parent = node;
+        c->first_child = -1;
+        c->num_children = 0;
+        c->action = g->legal_action[k];
+        c->move = g->legal[k];
+        c->prior = uniform;
+        c->visits = 0;
+        c->value_sum = 0.0f;
+        c->terminal = 0;
+        c->pending = 0;
+        c->terminal_value = 0.0f;
+    }
+    return 0;
+}
+
+static int32_t select_child(const SearchObject *s, const Tree *t, const Node *nd) {
+    float sqrt_n = sqrtf((float)(nd->visits > 1 ? nd->visits : 1));
+    float best = -1e30f;
+    int32_t best_k = nd->first_child;
+    for (int k = 0; k < nd->num_children; k++) {
+        const Node *c = &t->nodes[nd->first_child + k];
+        float q = c->visits ? c->value_sum / (float)c->visits : s->fpu;
+        float score = q + s->c_puct * c->prior * sqrt_n / (1.0f + (float)c->visits);
+        if (score > best) {
+            best = score;
+            best_k = nd->first_child + k;
+        }
+    }
+    return best_k;
+}
+
+/* One simulation in tree i. Returns 1 if it produced a leaf for the network
+ * (its observation, mask and key written to obs, mask, key), 0 if it ended on
+ * a terminal node (backed up at once), 2 if it ran into a leaf that another
+ * simulation of this round is already waiting for (undone), -1 on error. */
+static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t *key) {
+    const RulesObject *r = s->rules;
+    Tree *t = &s->trees[i];
+    Game *g = &t->game;
+    g->ply = t->root_ply;
+    game_invalidate(g);
+    int32_t node = 0;
+    /* Descend: every edge on the path takes a virtual visit and a virtual loss. */
+    while (t->nodes[node].first_child >= 0 && !t->nodes[node].pending) {
+        int32_t child = select_child(s, t, &t->nodes[node]);
+        Node *c = &t->nodes[child];
+        c->visits += 1;
+        c->value_sum -= s->virtual_loss;
+        if (game_push(r, g, c->move) < 0) return -1;
+        node = child;
+    }
+    Node *leaf = &t->nodes[node];
+    if (leaf->pending) {
+        for (int32_t n = node; t->nodes[n].parent >= 0; n = t->nodes[n].parent) {
+            t->nodes[n].visits -= 1;
+            t->nodes[n].value_sum += s->virtual_loss;
+        }
+        return 2;
+    }
+    t->nodes[0].visits += 1; /* the root counts simulations */
+    if (!leaf->terminal) {
+        game_outcome(r, g);
+        if (g->reason) {
+            leaf->terminal = 1;
+            leaf->terminal_value = terminal_value(g);
+        } else if (g->ply >= s->ply_limit) {
+            leaf->terminal = 1; /* the ply limit ends the game without a winner */
+            leaf->terminal_value = 0.0f;
+        }
+    }
+    if (leaf->terminal) {
+        backup_path(s, t, node, leaf->terminal_value, s->virtual_loss);
+        return 0;
+    }
+    if (expand(s, t, node) < 0) return -1;
+    leaf = &t->nodes[node]; /* expand may move the node array */
+    leaf->pending = 1;
+    write_observation(r, g, &s->layout, g->hist[g->ply].side, obs);
+    memset(mask, 0, (size_t)r->naction);
+    for (int k = 0; k < g->nlegal; k++) mask[g->legal_action[k]] = 1;
+    *key = observation_key(r, g, &s->layout);
+    if (s->num_leaves >= s->cap_leaves) {
+        int cap = s->cap_leaves ? 2 * s->cap_leaves : 256;
+        Leaf *leaves = PyMem_Realloc(s->leaves, (size_t)cap * sizeof(Leaf));
+        if (!leaves) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->leaves = leaves;
+        s->cap_leaves = cap;
+    }
+    s->leaves[s->num_leaves].tree = i;
+    s->leaves[s->num_leaves].node = node;
+    s->num_leaves++;
+    return 1;
+}
+
+static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"rules", "num_trees", "c_puct", "discount", "virtual_loss", "fpu",
+                             "ply_limit", "history", "last_move", NULL};
+    PyObject *rules;
+    int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0;
+    float c_puct = 1.25f, discount = 0.99f, virtual_loss = 1.0f, fpu = 0.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiip", kwlist, &RulesType, &rules, &num_trees, &c_puct,
+                                     &discount, &virtual_loss, &fpu, &ply_limit, &history, &last_move))
+        return -1;
+    if (num_trees < 1) {
+        PyErr_Format(PyExc_ValueError, "num_trees must be >= 1, got %d", num_trees);
+        return -1;
+    }
+    if (history < 1) {
+        PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
+        return -1;
+    }
+    if (s->trees) {
+        PyErr_SetString(PyExc_RuntimeError, "Search is already initialised");
+        return -1;
+    }
+    Py_INCREF(rules);
+    s->rules = (RulesObject *)rules;
+    s->num_trees = num_trees;
+    s->c_puct = c_puct;
+    s->discount = discount;
+    s->virtual_loss = virtual_loss;
+    s->fpu = fpu;
+    s->ply_limit = ply_limit;
+    s->layout = obs_layout(s->rules, history, last_move);
+    s->trees = PyMem_Calloc((size_t)num_trees, sizeof(Tree));
+    if (!s->trees) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void Search_dealloc(SearchObject *s) {
+    for (int i = 0; s->trees && i < s->num_trees; i++) {
+        PyMem_Free(s->trees[i].nodes);
+        PyMem_Free(s->trees[i].game.hist);
+    }
+    PyMem_Free(s->trees);
+    PyMem_Free(s->leaves);
+    Py_XDECREF(s->rules);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+#define SEARCH_READY(s)                                                         \
+    if (!(s)->trees) {                                                          \
+        PyErr_SetString(PyExc_RuntimeError, "Search.__init__ was not called"); \
+        return NULL;                                                            \
+    }
+
+static int tree_index(SearchObject *s, PyObject *obj) {
+    long i = PyLong_AsLong(obj);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0 || i >= s->num_trees) {
+        PyErr_Format(PyExc_IndexError, "tree %ld outside [0, %d)", i, s->num_trees);
+        return -1;
+    }
+    return (int)i;
+}
+
+/* set_root(i, position): tree i searches from a copy of the position (with its history). */
+static PyObject *Search_set_root(SearchObject *s, PyObject *args) {
+    PyObject *o_i, *o_pos;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "OO!", &o_i, &PositionType, &o_pos)) return NULL;
+    int i = tree_index(s, o_i);
+    if (i < 0) return NULL;
+    PositionObject *pos = (PositionObject *)o_pos;
+    if (pos->rules != s->rules) return PyErr_Format(PyExc_ValueError, "the position is of another variant");
+    Tree *t = &s->trees[i];
+    if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "set_root between select and backup");
+    int n = pos->g.ply + 1;
+    if (game_reserve(&t->game, n + 64) < 0) return NULL;
+    memcpy(t->game.hist, pos->g.hist, (size_t)n * sizeof(Board));
+    t->game.ply = t->root_ply = pos->g.ply;
+    game_invalidate(&t->game);
+    t->num_nodes = 0;
+    if (tree_add_nodes(t, 1) < 0) return NULL;
+    Node *root = &t->nodes[0];
+    memset(root, 0, sizeof *root);
+    root->parent = -1;
+    root->first_child = -1;
+    root->action = -1;
+    t->has_root = 1;
+    Py_RETURN_NONE;
+}
+
+/* select(k, observations, masks, keys) -> n: run up to k simulations in every
+ * tree that has fewer than `limit` visits; the n leaves that need the network
+ * are written to observations[:n] (float32 (N, H, W, C)), masks[:n] (int8 (N, A))
+ * and keys[:n] (uint64, a hash of the observation). */
+static PyObject *Search_select(SearchObject *s, PyObject *args) {
+    int k, limit;
+    PyObject *o_obs, *o_masks, *o_keys;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "iiOOO", &k, &limit, &o_obs, &o_masks, &o_keys)) return NULL;
+    if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "select called twice without backup");
+    const RulesObject *r = s->rules;
+    Py_ssize_t per_obs = (Py_ssize_t)r->nsq * s->layout.channels;
+    Py_buffer obs, masks, keys;
+    if (PyObject_GetBuffer(o_obs, &obs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(o_masks, &masks, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&obs);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(o_keys, &keys, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&obs);
+        PyBuffer_Release(&masks);
+        return NULL;
+    }
+    Py_ssize_t capacity = obs.len / (Py_ssize_t)(per_obs * sizeof(float));
+    PyObject *result = NULL;
+    if (obs.itemsize != 4 || obs.len % (per_obs * (Py_ssize_t)sizeof(float)) || masks.len < capacity * r->naction ||
+        keys.len < capacity * 8) {
+        PyErr_Format(PyExc_ValueError, "buffers must be float32 (N, %d, %d, %d), int8 (N, %d) and uint64 (N,)",
+                     r->height, r->width, s->layout.channels, r->naction);
+        goto done;
+    }
+    if ((Py_ssize_t)s->num_trees * k > capacity) {
+        PyErr_Format(PyExc_ValueError, "buffers hold %zd leaves, select may need %d", capacity, s->num_trees * k);
+        goto done;
+    }
+    int n = 0;
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root) continue;
+        for (int j = 0; j < k && t->nodes[0].visits < limit; j++) {
+            int got = simulate(s, i, (float *)obs.buf + n * per_obs, (uint8_t *)masks.buf + (Py_ssize_t)n * r->naction,
+                               (uint64_t *)keys.buf + n);
+            if (got < 0) goto done;
+            if (got == 2) break; /* the tree's open leaves are all waiting: wait with them */
+            n += got;
+        }
+    }
+    result = PyLong_FromLong(n);
+done:
+    PyBuffer_Release(&obs);
+    PyBuffer_Release(&masks);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
+/* backup(priors, values): priors float32 (n, A) (normalised over the legal
+ * actions), values float32 (n,) for the side to move, for the n leaves of the
+ * last select. */
+static PyObject *Search_backup(SearchObject *s, PyObject *args) {
+    PyObject *o_priors, *o_values;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "OO", &o_priors, &o_values)) return NULL;
+    const RulesObject *r = s->rules;
+    int n = s->num_leaves;
+    Py_buffer priors, values;
+    if (get_array(o_priors, &priors, 4, (Py_ssize_t)n * r->naction, 0, "priors") < 0) return NULL;
+    if (get_array(o_values, &values, 4, n, 0, "values") < 0) {
+        PyBuffer_Release(&priors);
+        return NULL;
+    }
+    for (int j = 0; j < n; j++) {
+        Tree *t = &s->trees[s->leaves[j].tree];
+        Node *leaf = &t->nodes[s->leaves[j].node];
+        const float *p = (const float *)priors.buf + (Py_ssize_t)j * r->naction;
+        float total = 0.0f;
+        for (int c = 0; c < leaf->num_children; c++) total += p[t->nodes[leaf->first_child + c].action];
+        for (int c = 0; c < leaf->num_children; c++) {
+            Node *child = &t->nodes[leaf->first_child + c];
+            child->prior = total > 0.0f ? p[child->action] / total : 1.0f / leaf->num_children;
+        }
+        leaf->pending = 0;
+        backup_path(s, t, s->leaves[j].node, ((const float *)values.buf)[j], s->virtual_loss);
+    }
+    s->num_leaves = 0;
+    PyBuffer_Release(&priors);
+    PyBuffer_Release(&values);
+    Py_RETURN_NONE;
+}
+
+/* mix_root_noise(noise, epsilon): root priors become (1 - eps) P + eps noise[i, action]. */
+static PyObject *Search_mix_root_noise(SearchObject *s, PyObject *args) {
+    PyObject *o_noise;
+    float eps;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "Of", &o_noise, &eps)) return NULL;
+    Py_buffer noise;
+    if (get_array(o_noise, &noise, 4, (Py_ssize_t)s->num_trees * s->rules->naction, 0, "noise") < 0) return NULL;
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root || t->nodes[0].first_child < 0) continue;
+        const float *z = (const float *)noise.buf + (Py_ssize_t)i * s->rules->naction;
+        for (int c = 0; c < t->nodes[0].num_children; c++) {
+            Node *child = &t->nodes[t->nodes[0].first_child + c];
+            child->prior = (1.0f - eps) * child->prior + eps * z[child->action];
+        }
+    }
+    PyBuffer_Release(&noise);
+    Py_RETURN_NONE;
+}
+
+/* root_stats(visits, q): visits[i, a] = N of the root's move a in tree i, and
+ * q[i, a] = its mean value for the side to move at the root (0 if unvisited). */
+static PyObject *Search_root_stats(SearchObject *s, PyObject *args) {
+    PyObject *o_visits, *o_q;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "OO", &o_visits, &o_q)) return NULL;
+    Py_ssize_t A = s->rules->naction;
+    Py_buffer visits, q;
+    if (get_array(o_visits, &visits, 4, s->num_trees * A, 1, "visits (float32)") < 0) return NULL;
+    if (get_array(o_q, &q, 4, s->num_trees * A, 1, "q (float32)") < 0) {
+        PyBuffer_Release(&visits);
+        return NULL;
+    }
+    memset(visits.buf, 0, (size_t)visits.len);
+    memset(q.buf, 0, (size_t)q.len);
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root || t->nodes[0].first_child < 0) continue;
+        for (int c = 0; c < t->nodes[0].num_children; c++) {
+            const Node *child = &t->nodes[t->nodes[0].first_child + c];
+            ((float *)visits.buf)[i * A + child->action] = (float)child->visits;
+            if (child->visits) ((float *)q.buf)[i * A + child->action] = child->value_sum / (float)child->visits;
+        }
+    }
+    PyBuffer_Release(&visits);
+    PyBuffer_Release(&q);
+    Py_RETURN_NONE;
+}
+
+/* visits(i) -> simulations done in tree i. */
+static PyObject *Search_visits(SearchObject *s, PyObject *arg) {
+    SEARCH_READY(s);
+    int i = tree_index(s, arg);
+    if (i < 0) return NULL;
+    return PyLong_FromLong(s->trees[i].has_root ? s->trees[i].nodes[0].visits : 0);
+}
+
+/* min_visits() -> the fewest simulations among trees with a root. */
+static PyObject *Search_min_visits(SearchObject *s, PyObject *unused) {
+    SEARCH_READY(s);
+    long low = -1;
+    for (int i = 0; i < s->num_trees; i++)
+        if (s->trees[i].has_root && (low < 0 || s->trees[i].nodes[0].visits < low)) low = s->trees[i].nodes[0].visits;
+    return PyLong_FromLong(low < 0 ? 0 : low);
+}
+
+/* clear(i): tree i has no root (it takes no part in select). */
+static PyObject *Search_clear(SearchObject *s, PyObject *arg) {
+    SEARCH_READY(s);
+    int i = tree_index(s, arg);
+    if (i < 0) return NULL;
+    if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "clear between select and backup");
+    s->trees[i].has_root = 0;
+    s->trees[i].num_nodes = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Search_get_int(SearchObject *s, void *offset) {
+    SEARCH_READY(s);
+    return PyLong_FromLong(*(int *)((char *)s + (Py_ssize_t)offset));
+}
+
+static PyGetSetDef Search_getset[] = {
+    {"num_trees", (getter)Search_get_int, NULL, "number of trees searched together",
+     (void *)offsetof(SearchObject, num_trees)},
+    {"pending", (getter)Search_get_int, NULL, "leaves selected and waiting for backup",
+     (void *)offsetof(SearchObject, num_leaves)},
+    {NULL}};
+
+static PyMethodDef Search_methods[] = {
+    {"set_root", (PyCFunction)Search_set_root, METH_VARARGS, "set_root(i, position): search tree i from position"},
+    {"select", (PyCFunction)Search_select, METH_VARARGS,
+     "select(k, limit, observations, masks, keys) -> n leaves needing the network"},
+    {"backup", (PyCFunction)Search_backup, METH_VARARGS, "backup(priors, values) for the leaves of the last select"},
+    {"mix_root_noise", (PyCFunction)Search_mix_root_noise, METH_VARARGS,
+     "mix_root_noise(noise, epsilon): blend noise into the expanded roots' priors"},
+    {"root_stats", (PyCFunction)Search_root_stats, METH_VARARGS,
+     "root_stats(visits, q): per-action visit counts and mean values at the roots"},
+    {"visits", (PyCFunction)Search_visits, METH_O, "visits(i) -> simulations done in tree i"},
+    {"min_visits", (PyCFunction)Search_min_visits, METH_NOARGS, "fewest simulations among rooted trees"},
+    {"clear", (PyCFunction)Search_clear, METH_O, "clear(i): tree i takes no part in select"},
+    {NULL}};
+
+static PyTypeObject SearchType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minichess_envs._core.Search",
+    .tp_doc = "Batched PUCT tree search over many games (see _search.c).",
+    .tp_basicsize = sizeof(SearchObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Search_init,
+    .tp_dealloc = (destructor)Search_dealloc,
+    .tp_getset = Search_getset,
+    .tp_methods = Search_methods,
+};

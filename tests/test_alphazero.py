@@ -1,0 +1,166 @@
+"""AlphaZero: the batched search, the training loop, checkpoints and the agent."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="AlphaZero needs torch: pip install -e '.[agents]'")
+
+import agents  # noqa: E402
+from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
+from agents.alphazero.mcts import SearchConfig, UniformEvaluator, run_search  # noqa: E402
+from agents.alphazero.train import Config, load_checkpoint, train, write_agent  # noqa: E402
+from minichess_envs import Position, _core  # noqa: E402
+from minichess_envs.encoding import ObservationEncoding  # noqa: E402
+
+
+def mates_in(pos: Position, plies: int) -> set[str]:
+    """Moves that force mate within ``plies`` plies (odd), by brute force: the test's own truth."""
+    found = set()
+    for move in pos.legal_moves:
+        pos.push(move)
+        if pos.is_checkmate() or (plies >= 3 and not pos.is_game_over() and all(
+                _mated_after(pos, reply, plies - 1) for reply in pos.legal_moves)):
+            found.add(move.uci())
+        pos.pop()
+    return found
+
+
+def _mated_after(pos: Position, reply, plies: int) -> bool:
+    pos.push(reply)
+    ok = bool(mates_in(pos, plies - 1))
+    pos.pop()
+    return ok
+
+
+def search_move(fen: str, variant: str, simulations: int, discount: float = 0.99) -> str:
+    pos = Position(variant, fen)
+    encoding = ObservationEncoding(variant, 1, False)
+    visits, _ = run_search([pos], UniformEvaluator(), SearchConfig(simulations=simulations, discount=discount),
+                           encoding)
+    return pos.action_to_move(int(visits[0].argmax())).uci()
+
+
+@pytest.mark.parametrize("variant, fen, plies", [
+    ("3x3", "r1k/QRq/K2 b - - 0 1", 1),  # Qxb2 mates; Rxa2 wins more slowly
+    ("3x3", "kqr/2Q/KR1 w - - 0 1", 3),  # only Rxb3 wins: mate in 2
+    ("gardner", "r1b1k/pp1pp/n1NP1/Pq3/R1BKQ b - - 3 7", 1),
+    ("gardner", "rnbq1/1pNkp/1p1P1/P1p1P/1RBQK w - - 0 7", 3),
+])
+def test_search_with_uniform_priors_finds_the_mate(variant, fen, plies):
+    pos = Position(variant, fen)
+    expected = mates_in(pos, plies)
+    assert expected and (plies == 1 or not mates_in(pos, 1))  # the position is what the test says
+    assert search_move(fen, variant, 800) in expected
+
+
+def test_search_prefers_the_faster_mate():
+    fen = "r1k/QRq/K2 b - - 0 1"
+    slow_win = "a3a2"  # Rxa2 also wins, but not at once
+    pos = Position("3x3", fen)
+    assert mates_in(pos, 1) == {"c2b2"} and pos.is_legal(slow_win)
+    for _ in range(3):
+        assert search_move(fen, "3x3", 400) == "c2b2"
+
+
+def test_search_never_loses_a_won_3x3_position(tmp_path):
+    from minichess_envs.tablebase import Tablebase
+
+    tb = Tablebase.load("3x3", cache_dir=str(tmp_path))
+    rng = np.random.default_rng(0)
+    won = np.flatnonzero((tb.value == 1) & (tb.outcome == 0))
+    rows = rng.choice(won, size=300, replace=False)
+    positions = [tb.position(int(i)) for i in rows]
+    encoding = ObservationEncoding("3x3", 1, False)
+    visits, q = run_search(positions, UniformEvaluator(), SearchConfig(simulations=300), encoding)
+    kept = 0
+    for i, pos, v in zip(rows, positions, visits):
+        move = pos.action_to_move(int(v.argmax()))
+        value = {m.move: m.value for m in tb.move_values(pos)}[move]
+        assert value != -1, f"search lost the won position {pos.fen()} with {move}"
+        kept += value == 1
+    # Without a value function, wins deeper than the search sees (K+R mates take 7 plies) may be drawn.
+    assert kept >= 0.9 * len(rows), kept
+
+
+def test_search_rejects_misuse():
+    pos = Position("gardner")
+    search = _core.Search(pos.rules, 2)
+    search.set_root(0, pos)
+    obs = np.zeros((8, 5, 5, 16), np.float32)
+    masks = np.zeros((8, 1225), np.int8)
+    keys = np.zeros(8, np.uint64)
+    n = search.select(4, 10, obs, masks, keys)
+    assert n == 1 and masks[0].sum() == 7  # the root, once
+    with pytest.raises(RuntimeError, match="select called twice"):
+        search.select(4, 10, obs, masks, keys)
+    with pytest.raises(ValueError, match="priors"):
+        search.backup(np.zeros((1, 10), np.float32), np.zeros(1, np.float32))
+    with pytest.raises(IndexError):
+        search.set_root(5, pos)
+    with pytest.raises(ValueError, match="another variant"):
+        search.set_root(1, Position("chess"))
+
+
+def tiny_config(run_dir, **changes) -> Config:
+    config = Config(variant="3x3", run_dir=str(run_dir), iterations=2, games_per_iteration=32,
+                    random_start_fraction=0.5, search=SearchConfig(simulations=16, leaves_per_tree=2),
+                    blocks=1, channels=16, batch_size=64, sample_reuse=8.0, buffer_size=5000, threads=1)
+    for k, v in changes.items():
+        setattr(config, k, v)
+    return config
+
+
+def test_tiny_training_run_learns_and_resumes_to_the_same_state(tmp_path):
+    straight = train(tiny_config(tmp_path / "a", iterations=4), verbose=False)
+    losses = [m["policy_loss"] + m["value_loss"] for m in straight["metrics"]]
+    assert losses[-1] < losses[0]
+    # an interrupted run: two iterations, then resume to four
+    train(tiny_config(tmp_path / "b", iterations=2), verbose=False)
+    resumed = train(tiny_config(tmp_path / "b", iterations=4), resume=True, verbose=False)
+    assert resumed["iteration"] == 4
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    lines = open(tmp_path / "b" / "metrics.csv").read().strip().splitlines()
+    assert len(lines) == 5  # header + one row per iteration, none duplicated by the resume
+
+
+def test_checkpoint_errors_name_the_problem(tmp_path):
+    train(tiny_config(tmp_path, iterations=1), verbose=False)
+    with pytest.raises(ValueError, match="resume"):
+        train(tiny_config(tmp_path, iterations=1), verbose=False)
+    with pytest.raises(ValueError, match="other settings"):
+        train(tiny_config(tmp_path, iterations=2, channels=32), resume=True, verbose=False)
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="corrupt checkpoint"):
+        load_checkpoint(str(path))
+
+
+def test_trained_run_loads_as_an_agent_and_plays_legally(tmp_path):
+    state = train(tiny_config(tmp_path, iterations=1), verbose=False)
+    path = write_agent(str(tmp_path), state, simulations=8)
+    agent = agents.load(path)
+    assert isinstance(agent, AlphaZeroAgent) and agent.simulations == 8
+    rng = np.random.default_rng(0)
+    pos = Position("3x3")
+    while not pos.is_game_over() and pos.ply < 30:
+        action = agent.act(None, pos.action_mask(), pos) if pos.turn == 0 else rng.choice(pos.legal_actions())
+        pos.push_action(int(action))
+    raw = AlphaZeroAgent.load(path, simulations=0)
+    assert raw.act(None, Position("3x3").action_mask(), Position("3x3")) in Position("3x3").legal_actions()
+    (tmp_path / "agent" / "weights.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="corrupt AlphaZero weights"):
+        agents.load(path)
+
+
+@pytest.mark.slow
+def test_two_ray_workers_complete_an_iteration(tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
+    state = train(tiny_config(tmp_path, iterations=1, workers=2), verbose=False)
+    assert state["iteration"] == 1 and state["metrics"][0]["samples"] > 0
+    assert os.path.exists(tmp_path / "checkpoint.pt")

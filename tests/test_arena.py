@@ -1,0 +1,234 @@
+"""The arena and the ratings: hand-computed intervals and Elo, adjudication, seeds, PGN, the leaderboard.
+
+Independent truth: Wilson bounds and Elo differences worked out by hand, a
+likelihood grid for the Elo interval, and python-chess reading our 8x8 PGN.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from agents import GreedyAgent, MinimaxAgent, RandomAgent
+from agents.arena import (
+    ILLEGAL_MOVE,
+    PLY_LIMIT,
+    all_games,
+    colour_tally,
+    game_seed,
+    pairing_seed,
+    play_game,
+    play_match,
+    rating_results,
+    run_tournament,
+    tally,
+    write_pgn,
+)
+from agents.ratings import elo_mle, expected_score, wilson_interval
+from minichess_envs import IllegalMoveError
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+# -- Wilson ------------------------------------------------------------------------------
+
+
+def test_wilson_interval_hand_computed():
+    # 8/10, z = 1.959964: centre (0.8 + z^2/20) / (1 + z^2/10) = 0.71674,
+    # half-width z / 1.38415 * sqrt(0.016 + z^2/400) = 0.22658.
+    low, high = wilson_interval(8, 10)
+    assert low == pytest.approx(0.49016, abs=1e-4) and high == pytest.approx(0.94332, abs=1e-4)
+    # 0/10: the lower bound is 0 and the upper z^2/10 / (1 + z^2/10) = 0.27753.
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.27753), abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    for k in range(11):  # symmetric in successes and failures
+        low, high = wilson_interval(k, 10)
+        assert wilson_interval(10 - k, 10) == pytest.approx((1 - high, 1 - low))
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+
+
+# -- Elo ----------------------------------------------------------------------------------
+
+
+def test_elo_of_a_75_percent_score_is_400_log10_3():
+    wins = [("a", "random", 1.0)] * 3 + [("a", "random", 0.0)]
+    draws = [("a", "random", 1.0)] * 2 + [("random", "a", 0.5)] * 2  # same score, half points
+    for games in (wins, draws, wins * 10):
+        ratings = elo_mle(games)
+        assert ratings["a"].elo == pytest.approx(400 * math.log10(3), abs=1e-6)  # 190.85
+        assert ratings["random"] == (0.0, 0.0, 0.0, len(games), 0.25)
+    assert expected_score(400 * math.log10(3)) == pytest.approx(0.75)
+
+
+def test_elo_on_a_chain_adds_up():
+    # Pairs form a tree, so each difference is fixed by its own pair: 75% and 90% scores.
+    games = ([("a", "random", 1.0)] * 3 + [("a", "random", 0.0)]
+             + [("b", "a", 1.0)] * 9 + [("b", "a", 0.0)])
+    ratings = elo_mle(games)
+    assert ratings["a"].elo == pytest.approx(400 * math.log10(3), abs=1e-6)
+    assert ratings["b"].elo == pytest.approx(400 * math.log10(3) + 400 * math.log10(9), abs=1e-6)
+    assert list(ratings) == ["b", "a", "random"]  # strongest first
+
+
+def test_elo_interval_matches_a_likelihood_grid():
+    games = [("a", "random", 1.0)] * 6 + [("a", "random", 0.5)] * 2 + [("a", "random", 0.0)] * 2
+    r = elo_mle(games)["a"]
+    s, n = 7.0, 10  # a's points and games
+    x = np.linspace(-400, 800, 1_200_001)
+    p = 1 / (1 + 10 ** (-x / 400))
+    loglik = s * np.log(p) + (n - s) * np.log(1 - p)
+    inside = x[loglik >= loglik.max() - 1.959964**2 / 2]
+    assert r.elo == pytest.approx(x[loglik.argmax()], abs=0.01)
+    assert (r.low, r.high) == pytest.approx((inside.min(), inside.max()), abs=0.01)
+
+
+def test_elo_prior_draws_and_unbounded_cases():
+    sweep = [("a", "random", 1.0)] * 3
+    with pytest.raises(ValueError, match="won every game"):
+        elo_mle(sweep)
+    # One virtual draw: 3.5 points of 4, so 400 log10(7).
+    assert elo_mle(sweep, prior_draws=1)["a"].elo == pytest.approx(400 * math.log10(7), abs=1e-6)
+    assert elo_mle(sweep, prior_draws=1)["a"].games == 3
+    with pytest.raises(ValueError, match="anchor 'random' played no game"):
+        elo_mle([("a", "b", 1.0), ("a", "b", 0.0)])
+    with pytest.raises(ValueError, match="no chain of games links c, d"):
+        elo_mle([("a", "random", 1.0), ("a", "random", 0.0), ("c", "d", 1.0), ("c", "d", 0.0)])
+
+
+# -- games -----------------------------------------------------------------------------------
+
+
+def test_ply_limit_is_a_labelled_draw():
+    record = play_game(RandomAgent(), RandomAgent(), "gardner", seed=1, ply_limit=6)
+    assert (record.result, record.termination, record.plies) == ("1/2-1/2", PLY_LIMIT, 6)
+    assert '[Termination "ply limit"]' in record.pgn and '[Result "1/2-1/2"]' in record.pgn
+    assert record.pgn.rstrip().endswith("1/2-1/2")
+
+
+def test_illegal_actions_raise_or_forfeit():
+    def bad(position):
+        return 0  # action 0 is never legal at the start of gardner
+
+    with pytest.raises(IllegalMoveError, match=r"bad \(black\) chose illegal action 0"):
+        play_game(RandomAgent(), bad, "gardner", seed=0)
+    record = play_game(RandomAgent(), bad, "gardner", seed=0, illegal="forfeit")
+    assert (record.result, record.termination, record.plies) == ("1-0", ILLEGAL_MOVE, 1)
+
+
+def test_agents_cannot_change_the_game():
+    class Meddler(RandomAgent):
+        name, calls = "meddler", 0
+
+        def act(self, observation, action_mask, position=None):
+            self.calls += 1
+            action = super().act(observation, action_mask, position)
+            position.push_action(position.legal_actions()[0])  # lands on the agent's copy only
+            return action
+
+    meddler = Meddler()
+    record = play_game(meddler, RandomAgent(), "gardner", seed=0, ply_limit=20)
+    assert len(record.moves) == record.plies and meddler.calls == (record.plies + 1) // 2
+
+
+def test_results_are_reproducible_from_seeds():
+    def field():
+        return [RandomAgent(), GreedyAgent(), MinimaxAgent(1)]
+
+    first = all_games(run_tournament(field(), "gardner", games=6, seed=11))
+    again = all_games(run_tournament(field(), "gardner", games=6, seed=11))
+    parallel = all_games(run_tournament(field(), "gardner", games=6, seed=11, workers=2))
+    other = all_games(run_tournament(field(), "gardner", games=6, seed=12))
+    assert [g.pgn for g in first] == [g.pgn for g in again] == [g.pgn for g in parallel]
+    assert [g.moves for g in first] != [g.moves for g in other]
+    # A single game is replayed from its recorded seed alone.
+    g = first[7]
+    assert f'[Seed "{g.seed}"]' in g.pgn
+    names = {"random": RandomAgent, "greedy": GreedyAgent, "minimax-d1": lambda: MinimaxAgent(1)}
+    replay = play_game(names[g.white](), names[g.black](), "gardner", g.seed, round=g.round)
+    assert replay.pgn == g.pgn
+    # Pairing seeds depend on the two names only, so adding a player leaves other matches as they were.
+    assert g.seed == game_seed(pairing_seed(11, "random", "minimax-d1"), 1)
+    bigger = all_games(run_tournament(field() + [MinimaxAgent(2)], "gardner", games=6, seed=11))
+    assert [h.moves for h in bigger if "minimax-d2" not in (h.white, h.black)] == [h.moves for h in first]
+
+
+def test_colours_alternate_and_tallies_add_up():
+    match = play_match(MinimaxAgent(1), RandomAgent(), "gardner", games=10, seed=3)
+    assert [g.white for g in match.games] == ["minimax-d1", "random"] * 5
+    total, white, black = match.tally(), match.tally(colour="white"), match.tally(colour="black")
+    assert (white.games, black.games, total.games) == (5, 5, 10)
+    assert (total.wins, total.draws, total.losses) == tuple(
+        a + b for a, b in zip((white.wins, white.draws, white.losses), (black.wins, black.draws, black.losses)))
+    points = sum(g.score("minimax-d1") for g in match.games)
+    assert total.score == pytest.approx(points / 10)
+    opp = tally(match.games, "random")
+    assert (opp.wins, opp.losses) == (total.losses, total.wins)
+    c = colour_tally(match.games)
+    assert c.wins == sum(g.result == "1-0" for g in match.games)
+    assert "minimax-d1 as white" in match.summary()
+    with pytest.raises(ValueError, match="distinct"):
+        run_tournament([RandomAgent(), RandomAgent()], "gardner", games=2)
+
+
+def test_pgn_of_8x8_games_reads_in_python_chess(tmp_path):
+    chess_pgn = pytest.importorskip("chess.pgn")
+    match = play_match(GreedyAgent(), RandomAgent(), "chess", games=2, seed=0, ply_limit=80)
+    path = tmp_path / "games.pgn"
+    assert write_pgn(match.games, str(path)) == 2
+    with open(path) as f:
+        for record in match.games:
+            game = chess_pgn.read_game(f)
+            assert not game.errors
+            assert [m.uci() for m in game.mainline_moves()] == list(record.moves)
+            assert game.headers["White"] == record.white and game.headers["Result"] == record.result
+    assert "[Variant" not in path.read_text()
+
+
+def test_pgn_has_variant_tags(tmp_path):
+    match = play_match(GreedyAgent(), RandomAgent(), "losalamos", games=2, seed=0)
+    for g in match.games:
+        assert '[Variant "losalamos"]' in g.pgn and '[FEN "rnqknr/pppppp/6/6/PPPPPP/RNQKNR w - - 0 1"]' in g.pgn
+        assert f'[White "{g.white}"]' in g.pgn and f'[Round "1.' in g.pgn
+
+
+def test_rating_results_feed_elo():
+    match = play_match(MinimaxAgent(2), GreedyAgent(), "gardner", games=4, seed=0)
+    rows = rating_results(match.games)
+    assert len(rows) == 4 and all(w == g.white and s == g.score(g.white) for (w, _, s), g in zip(rows, match.games))
+
+
+# -- the leaderboard ------------------------------------------------------------------------
+
+
+def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
+    sys.path.insert(0, os.path.join(ROOT, "experiments"))
+    try:
+        import leaderboard
+    finally:
+        sys.path.pop(0)
+    runs = tmp_path / "runs"
+    checkpoint = pytest.importorskip("agents.perfect").PerfectAgent("3x3", seed=0)
+    checkpoint.save(str(runs / "exp1" / "final"))
+    (runs / "broken").mkdir(parents=True)
+    (runs / "broken" / "agent.json").write_text("{not json")
+    out = tmp_path / "out"
+    leaderboard.main(["--variant", "3x3", "--games", "4", "--reference-games", "50", "--depths", "1",
+                      "--runs", str(runs), "--out", str(out), "--workers", "1"])
+    printed = capsys.readouterr().out
+    assert "skipping checkpoint" in printed and "| ref | random vs random |" in printed
+    for name in ("leaderboard.md", "leaderboard.csv", "games.pgn"):
+        assert (out / name).stat().st_size > 0
+    rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
+    agents_ = {r["agent"] for r in rows if r["kind"] == "agent"}
+    assert agents_ == {"random", "greedy", "minimax-d1", "perfect", "exp1/final"}
+    ref = [r for r in rows if r["kind"] == "reference"]
+    assert len(ref) == 1 and int(ref[0]["games"]) == 50
+    assert float(next(r for r in rows if r["agent"] == "random")["elo"]) == 0.0
+    assert (out / "games.pgn").read_text().count("[Event ") == 10 * 4  # 5 agents: 10 pairings
