@@ -30,7 +30,7 @@ from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import Position
 from minichess_envs.env import observation_space
 from minichess_envs.pgn import game_pgn
-from minichess_envs.render import HumanWindow, render_ansi, render_rgb
+from minichess_envs.render import Renderer
 from minichess_envs.variants import Variant, get_variant
 
 AGENTS = ("player_0", "player_1")
@@ -72,7 +72,7 @@ class raw_env(AECEnv):
         self.observation_spaces = {a: space for a in AGENTS}
         self.action_spaces = {a: spaces.Discrete(self.variant.num_actions) for a in AGENTS}
         self.position = Position(self.variant)
-        self._window = None
+        self._renderer = Renderer(render_mode, f"minichess-envs: {self.variant.name}")
 
     def observation_space(self, agent):
         return self.observation_spaces[agent]
@@ -137,22 +137,10 @@ class raw_env(AECEnv):
         return self.position.outcome_code()[0] != 0 or self.position.ply >= self.ply_limit
 
     def render(self):
-        if self.render_mode is None:
-            return None
-        if self.render_mode == "ansi":
-            return render_ansi(self.position)
-        image = render_rgb(self.position)
-        if self.render_mode == "rgb_array":
-            return image
-        if self._window is None:
-            self._window = HumanWindow(f"minichess-envs: {self.variant.name}")
-        self._window.show(image)
-        return None
+        return self._renderer.render(self.position)
 
     def close(self) -> None:
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self._renderer.close()
 
     @property
     def moves(self) -> list[str]:

@@ -1,10 +1,12 @@
-"""The ``minichess`` command line: variants, positions, perft, demo games.
+"""The ``minichess`` command line: variants, positions, perft, tablebases, demo games.
 
 Usage::
 
     minichess variants
     minichess show VARIANT [--fen FEN]
     minichess perft VARIANT DEPTH [--fen FEN] [--divide]
+    minichess tablebase stats [VARIANT]
+    minichess tablebase probe FEN [--variant VARIANT]
     minichess demo [--variant NAME] [--seed N]
 """
 

@@ -24,7 +24,7 @@ from gymnasium.error import ResetNeeded
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, WHITE, IllegalMoveError, Position, Termination, _check_action
 from minichess_envs.pgn import game_pgn
-from minichess_envs.render import HumanWindow, render_ansi, render_rgb
+from minichess_envs.render import Renderer
 from minichess_envs.variants import Variant, get_variant
 
 #: Alpha-Mini's piece values had the king at 600 pawns (60000 vs 100), so with
@@ -251,7 +251,7 @@ class MiniChessEnv(gym.Env):
         self.learner = WHITE
         self._mask = None
         self._done = True
-        self._window = None
+        self._renderer = Renderer(render_mode, f"minichess-envs: {self.variant.name}")
 
     # -- Gymnasium API ---------------------------------------------------------------
 
@@ -295,21 +295,10 @@ class MiniChessEnv(gym.Env):
     def render(self):
         if self.render_mode is None:
             gym.logger.warn('render() called without a render_mode; pass render_mode="ansi", "rgb_array" or "human"')
-            return None
-        if self.render_mode == "ansi":
-            return render_ansi(self.position)
-        image = render_rgb(self.position)
-        if self.render_mode == "rgb_array":
-            return image
-        if self._window is None:
-            self._window = HumanWindow(f"minichess-envs: {self.variant.name}")
-        self._window.show(image)
-        return None
+        return self._renderer.render(self.position)
 
     def close(self):
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self._renderer.close()
 
     # -- game records ------------------------------------------------------------------
 

@@ -212,3 +212,35 @@ class HumanWindow:
         if self.screen is not None:
             self.pygame.display.quit()
             self.screen = None
+
+
+class Renderer:
+    """What the environments' ``render`` and ``close`` do, for one render mode."""
+
+    MODES = ("ansi", "rgb_array", "human")
+
+    def __init__(self, mode: str | None, title: str):
+        if mode is not None and mode not in self.MODES:
+            raise ValueError(f"render_mode must be one of {list(self.MODES)}, not {mode!r}")
+        self.mode = mode
+        self.title = title
+        self._window = None
+
+    def render(self, position: Position):
+        """Text for ``ansi``, an image for ``rgb_array``, a window update (``None``) for ``human``."""
+        if self.mode is None:
+            return None
+        if self.mode == "ansi":
+            return render_ansi(position)
+        image = render_rgb(position)
+        if self.mode == "rgb_array":
+            return image
+        if self._window is None:
+            self._window = HumanWindow(self.title)
+        self._window.show(image)
+        return None
+
+    def close(self) -> None:
+        if self._window is not None:
+            self._window.close()
+            self._window = None

@@ -24,6 +24,7 @@ class NetConfig:
     num_actions: int
     blocks: int = 4
     channels: int = 64
+    policy_channels: int = 32  # planes before the policy's linear layer (its size: these x squares x actions)
     value_hidden: int = 64
 
 
@@ -51,9 +52,10 @@ class PolicyValueNet(nn.Module):
         self.stem = nn.Sequential(
             nn.Conv2d(config.channels_in, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
         self.tower = nn.Sequential(*[ResidualBlock(c) for _ in range(config.blocks)])
+        p = config.policy_channels
         self.policy_head = nn.Sequential(
-            nn.Conv2d(c, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(), nn.Flatten(),
-            nn.Linear(32 * squares, config.num_actions))
+            nn.Conv2d(c, p, 1, bias=False), nn.BatchNorm2d(p), nn.ReLU(), nn.Flatten(),
+            nn.Linear(p * squares, config.num_actions))
         self.value_head = nn.Sequential(
             nn.Conv2d(c, 4, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
             nn.Linear(4 * squares, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 1), nn.Tanh())

@@ -42,14 +42,16 @@ class GameRecord:
 
 
 def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEncoding, rng: np.random.Generator,
-               temperature_plies: int = 8) -> tuple[Samples, list[GameRecord]]:
+               temperature_plies: int = 8, ply_limit: int | None = None) -> tuple[Samples, list[GameRecord]]:
     """Play one game from each start position (copies are played) and return its training samples.
 
     Every move: a noisy search of all unfinished games at once, then a move
     sampled in proportion to the visit counts for the first ``temperature_plies``
     plies of the game, and the most visited move afterwards (ties broken at random).
+    A game reaching ``ply_limit`` (default: the variant's) counts as a draw.
     """
     variant = encoding.variant
+    limit = variant.ply_limit if ply_limit is None else ply_limit
     games = [start.copy() for start in starts]
     first_ply = [g.ply for g in games]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move)
@@ -60,7 +62,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
             records[i] = GameRecord(g.fen(), 0, g.result(), g.outcome().termination.name.lower())
     while active:
         positions = [games[i] for i in active]
-        visits, _ = run_search(positions, evaluator, search, encoding, rng=rng)
+        visits, _ = run_search(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
         still = []
         for row, i in enumerate(active):
             g = games[i]
@@ -73,7 +75,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
                 action = int(best[rng.integers(len(best))])
             g.push_action(action)
             outcome = g.outcome()
-            if outcome is None and g.ply < variant.ply_limit:
+            if outcome is None and g.ply < limit:
                 still.append(i)
                 continue
             how = outcome.termination.name.lower() if outcome else "ply limit"

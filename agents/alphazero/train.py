@@ -43,10 +43,12 @@ class Config:
     random_start_fraction: float = 0.0  # share of games from random legal positions (small boards)
     start_fens: tuple[str, ...] = ()  # other games start here (default: the variant's start)
     temperature_plies: int = 8
+    ply_limit: int | None = None  # self-play games stop here as draws (default: the variant's limit)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     # network and observation
     blocks: int = 4
     channels: int = 64
+    policy_channels: int = 32
     history: int = 1
     last_move: bool = False
     # training
@@ -73,7 +75,7 @@ def make_net(config: Config) -> tuple[PolicyValueNet, ObservationEncoding]:
     variant = get_variant(config.variant)
     encoding = ObservationEncoding(variant, config.history, config.last_move)
     net_config = NetConfig(variant.height, variant.width, encoding.num_channels, variant.num_actions,
-                           blocks=config.blocks, channels=config.channels)
+                           blocks=config.blocks, channels=config.channels, policy_channels=config.policy_channels)
     return PolicyValueNet(net_config), encoding
 
 
@@ -213,7 +215,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             if workers is None:
                 evaluator.clear()  # new weights since the last iteration
                 samples, records = play_games(starts, evaluator, config.search, encoding, rng,
-                                              config.temperature_plies)
+                                              config.temperature_plies, config.ply_limit)
             else:
                 samples, records = _play_on_workers(workers, net, starts, config, rng)
             selfplay_s = time.perf_counter() - t0
@@ -309,7 +311,7 @@ class SelfPlayWorker:
         self.evaluator.clear()
         starts = [Position(self.encoding.variant, fen) for fen in start_fens]
         return play_games(starts, self.evaluator, self.config.search, self.encoding, np.random.default_rng(seed),
-                          self.config.temperature_plies)
+                          self.config.temperature_plies, self.config.ply_limit)
 
 
 def _play_on_workers(workers, net, starts, config: Config, rng: np.random.Generator):

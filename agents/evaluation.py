@@ -1,0 +1,123 @@
+"""Fast evaluation against the random player: many games at once, as the environments play them.
+
+The arena (:mod:`agents.arena`) plays any two agents game by game; against the
+environments' random opponent, :func:`versus_random` plays a whole batch of
+games in lockstep, so an agent with ``act_batch`` (a network) is called once
+per ply for all of them.
+
+>>> result = versus_random(agent, "gardner", games=1000, color="white", seed=0)   # doctest: +SKIP
+>>> result.win_rate, result.win_interval                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from agents.base import as_agent, to_action
+from agents.ratings import wilson_interval
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import BLACK, WHITE, IllegalMoveError, Position
+from minichess_envs.env import Duel, Opponent
+from minichess_envs.variants import get_variant
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomMatch:
+    """Results of an agent against the random player, from the agent's side."""
+
+    variant: str
+    color: str
+    wins: int
+    draws: int
+    losses: int
+    truncated: int  # of the draws: games stopped by the ply limit
+    mean_plies: float
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.games
+
+    @property
+    def score(self) -> float:
+        """Points per game: 1 a win, 1/2 a draw."""
+        return (self.wins + 0.5 * self.draws) / self.games
+
+    @property
+    def win_interval(self) -> tuple[float, float]:
+        """Wilson 95% interval of the win rate."""
+        return wilson_interval(self.wins, self.games)
+
+    @property
+    def score_interval(self) -> tuple[float, float]:
+        """Wilson 95% interval of the score (draws as half a success)."""
+        return wilson_interval(self.wins + 0.5 * self.draws, self.games)
+
+    def __str__(self) -> str:
+        lo, hi = self.win_interval
+        return (f"{self.variant} as {self.color}: {self.wins}-{self.draws}-{self.losses} (W-D-L) of {self.games}, "
+                f"win rate {self.win_rate:.3f} [{lo:.3f}, {hi:.3f}], score {self.score:.3f}")
+
+
+def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str = "white", seed: int = 0,
+                  batch: int = 250, ply_limit: int | None = None) -> RandomMatch:
+    """Play ``games`` games of ``agent`` (as ``color``) against the environments' random player.
+
+    Each game is the single-agent env's episode (:class:`~minichess_envs.env.Duel`),
+    game ``i`` seeded ``seed + i``; ``batch`` games run together and the agent
+    sees them in one ``act_batch`` call per ply when it has one. A game that
+    reaches the ply limit is a draw (also counted in ``truncated``).
+    """
+    if color not in ("white", "black"):
+        raise ValueError(f"color must be 'white' or 'black', not {color!r}")
+    player = as_agent(agent)
+    v = get_variant(variant)
+    encoding = ObservationEncoding(v)
+    limit = v.ply_limit if ply_limit is None else int(ply_limit)
+    learner = WHITE if color == "white" else BLACK
+    wins = draws = losses = truncated = 0
+    plies = []
+    for first in range(0, games, batch):
+        duels = []
+        for i in range(first, min(first + batch, games)):
+            duel = Duel(Opponent(None, encoding), "outcome", 0.0, limit)
+            duel.start(Position(v), learner, np.random.default_rng(seed + i))
+            duels.append(duel)
+        if hasattr(player, "reset"):
+            player.reset(seed + first)
+        live = list(range(len(duels)))
+        while live:
+            positions = [duels[i].position for i in live]
+            masks = np.stack([p.action_mask() for p in positions])
+            if hasattr(player, "act_batch"):
+                observations = np.stack([encoding.encode(p) for p in positions])
+                choices = player.act_batch(observations, masks, [p.copy() for p in positions])
+            else:
+                choices = [player.act(encoding.encode(p), m, p.copy()) for p, m in zip(positions, masks)]
+            still = []
+            for i, position, mask, choice in zip(live, positions, masks, choices):
+                action = to_action(position, choice)
+                if not (0 <= action < len(mask) and mask[action]):
+                    raise IllegalMoveError(f"{getattr(player, 'name', 'agent')} chose illegal action {action} "
+                                           f"in {position.fen()}")
+                reward, terminated, truncated_now, _ = duels[i].play(action)
+                if not (terminated or truncated_now):
+                    still.append(i)
+                    continue
+                plies.append(position.ply)
+                if truncated_now:
+                    draws += 1
+                    truncated += 1
+                elif reward > 0:
+                    wins += 1
+                elif reward < 0:
+                    losses += 1
+                else:
+                    draws += 1
+            live = still
+    return RandomMatch(v.name, color, wins, draws, losses, truncated, float(np.mean(plies)))

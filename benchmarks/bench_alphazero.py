@@ -1,0 +1,122 @@
+"""AlphaZero speed: MCTS simulations/s and self-play positions/s, batched against one leaf at a time.
+
+    python benchmarks/bench_alphazero.py                     # 3x3 and gardner, ~2 minutes
+    python benchmarks/bench_alphazero.py --json runs/bench_alphazero.json
+
+"Batched" is how the self-play loop runs: many games' trees searched together,
+each tree keeping up to 4 leaves waiting (virtual loss), one network call per
+round. "One leaf at a time" is the textbook loop: one tree, one leaf, one
+network call per simulation. Both use the same C tree, the same network (the
+sizes of the experiments, random weights) and the same evaluation cache.
+For scale: OpenSpiel's Python AlphaZero reports about 50-60 self-play
+states/s; the target is 20x that (>= 1,000-1,200 states/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search  # noqa: E402
+from agents.alphazero.selfplay import play_games  # noqa: E402
+from agents.alphazero.train import Config, make_net  # noqa: E402
+from minichess_envs import Position  # noqa: E402
+
+NETS = {  # as in experiments/alphazero_3x3.py and experiments/alphazero_gardner.py
+    "3x3": dict(blocks=3, channels=64, policy_channels=32),
+    "gardner": dict(blocks=3, channels=48, policy_channels=8),
+}
+OPENSPIEL_STATES_PER_S = 55  # OpenSpiel's Python AlphaZero, as reported (50-60)
+
+
+def positions_for(variant: str, count: int, rng: np.random.Generator) -> list[Position]:
+    """Start positions with a few random plies, so the searches differ."""
+    out = []
+    while len(out) < count:
+        pos = Position(variant)
+        for _ in range(int(rng.integers(0, 6))):
+            if pos.is_game_over():
+                break
+            pos.push_action(int(rng.choice(pos.legal_actions())))
+        if not pos.is_game_over():
+            out.append(pos)
+    return out
+
+
+def search_speed(variant: str, trees: int, leaves: int, simulations: int, seconds: float) -> dict:
+    net, encoding = make_net(Config(variant=variant, **NETS[variant]))
+    evaluator = NetworkEvaluator(net)
+    config = SearchConfig(simulations=simulations, leaves_per_tree=leaves)
+    rng = np.random.default_rng(0)
+    done = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        run_search(positions_for(variant, trees, rng), evaluator, config, encoding)
+        done += trees * simulations
+    elapsed = time.perf_counter() - start
+    return {"simulations_per_s": done / elapsed, "cache_hit_rate": evaluator.hits / max(1, evaluator.hits + evaluator.misses)}
+
+
+def selfplay_speed(variant: str, games: int, leaves: int, simulations: int, seconds: float) -> dict:
+    net, encoding = make_net(Config(variant=variant, **NETS[variant]))
+    evaluator = NetworkEvaluator(net)
+    config = SearchConfig(simulations=simulations, leaves_per_tree=leaves)
+    rng = np.random.default_rng(0)
+    positions = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        samples, _ = play_games([Position(variant) for _ in range(games)], evaluator, config, encoding, rng,
+                                temperature_plies=12, ply_limit=120)
+        positions += len(samples)
+        evaluator.clear()  # as after every training iteration
+    elapsed = time.perf_counter() - start
+    return {"positions_per_s": positions / elapsed}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--variants", nargs="+", default=["3x3", "gardner"])
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+               f"Python {platform.python_version()}, torch {torch.__version__}"}
+    print(f"# {results['date']}  {results['machine']}")
+    for variant in args.variants:
+        sims = {"3x3": 64, "gardner": 48}[variant]
+        rows = {
+            "search batched (256 trees x 4 leaves)": search_speed(variant, 256, 4, sims, args.seconds),
+            "search one leaf at a time": search_speed(variant, 1, 1, sims, args.seconds),
+            "self-play batched (256 games)": selfplay_speed(variant, 256, 4, sims, args.seconds),
+            "self-play one leaf at a time (1 game)": selfplay_speed(variant, 1, 1, sims, args.seconds),
+        }
+        results[variant] = rows
+        print(f"\n{variant} ({sims} simulations a move, network {NETS[variant]})")
+        for name, r in rows.items():
+            figure = r.get("simulations_per_s") or r.get("positions_per_s")
+            unit = "simulations/s" if "simulations_per_s" in r else "positions/s"
+            extra = f"  (cache hits {r['cache_hit_rate']:.0%})" if "cache_hit_rate" in r else ""
+            print(f"  {name:<40} {figure:>12,.0f} {unit}{extra}")
+        batched = rows["self-play batched (256 games)"]["positions_per_s"]
+        single = rows["self-play one leaf at a time (1 game)"]["positions_per_s"]
+        print(f"  self-play: batched {batched / single:.1f}x one leaf at a time; "
+              f"{batched / OPENSPIEL_STATES_PER_S:.0f}x OpenSpiel's Python AlphaZero (~{OPENSPIEL_STATES_PER_S}/s)")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
