@@ -1,0 +1,60 @@
+"""Batched evaluation against the environments' random player."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import MinimaxAgent, RandomAgent
+from agents.evaluation import versus_random
+from minichess_envs.env import MiniChessEnv
+
+
+def test_games_are_the_single_env_episodes_with_the_same_seeds():
+    """Game i of versus_random is MiniChessEnv's episode seeded seed + i, for the same agent."""
+    def first_capture_or_move(position):  # deterministic, so both runs see the same games
+        moves = position.legal_moves
+        return next((m for m in moves if position.is_capture(m)), moves[0])
+
+    match = versus_random(first_capture_or_move, "gardner", games=12, color="black", seed=40, batch=5)
+    wins = draws = losses = 0
+    plies = []
+    for i in range(12):
+        env = MiniChessEnv("gardner", agent_color="black", ply_limit=200)
+        obs, _ = env.reset(seed=40 + i)
+        done = False
+        while not done:
+            action = env.position.move_to_action(first_capture_or_move(env.position))
+            obs, reward, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+        wins, draws, losses = wins + (reward > 0), draws + (reward == 0), losses + (reward < 0)
+        plies.append(env.position.ply)
+    assert (match.wins, match.draws, match.losses) == (wins, draws, losses)
+    assert match.mean_plies == pytest.approx(np.mean(plies))
+
+
+def test_counts_rates_and_intervals():
+    match = versus_random(RandomAgent(seed=1), "gardner-kingcapture", games=300, color="white", seed=0)
+    assert match.games == 300 and match.wins + match.draws + match.losses == 300
+    assert 0.35 < match.win_rate < 0.65  # random against random: about even
+    lo, hi = match.win_interval
+    assert lo < match.win_rate < hi
+    assert match.score == pytest.approx((match.wins + 0.5 * match.draws) / 300)
+    again = versus_random(RandomAgent(seed=1), "gardner-kingcapture", games=300, color="white", seed=0)
+    assert again == match
+    strong = versus_random(MinimaxAgent(depth=2, seed=0), "gardner", games=40, color="white", seed=1)
+    assert strong.win_rate > 0.9 and "as white" in str(strong)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="color"):
+        versus_random(RandomAgent(), "gardner", games=2, color="red")
+
+    class Cheater:
+        name = "cheater"
+
+        def act(self, observation, action_mask, position=None):
+            return int(np.flatnonzero(action_mask == 0)[0])
+
+    with pytest.raises(ValueError, match="cheater chose illegal action"):
+        versus_random(Cheater(), "gardner", games=2)
