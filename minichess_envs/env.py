@@ -85,9 +85,9 @@ class Opponent:
             self.state, k = random_pick(self.state, len(actions))
             return actions[k]
         if hasattr(self.player, "act"):
-            choice = self.player.act(self.encoding.encode(position), position.action_mask(), position)
+            choice = self.player.act(self.encoding.encode(position), position.action_mask(), position.copy())
         else:
-            choice = self.player(position)
+            choice = self.player(position.copy())  # a copy: the opponent cannot change the game
         return self.checked(position, choice)
 
     def checked(self, position: Position, choice) -> int:

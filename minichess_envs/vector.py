@@ -271,7 +271,7 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         positions = [self.duels[i].position for i in games]
         obs = np.stack([self.encoding.encode(p) for p in positions])
         masks = np.stack([p.action_mask() for p in positions])
-        choices = self.opponent_player.act_batch(obs, masks, positions)
+        choices = self.opponent_player.act_batch(obs, masks, [p.copy() for p in positions])
         return [self.duels[i].opponent.checked(p, c) for i, p, c in zip(games, positions, choices)]
 
     def _observations(self) -> dict[str, np.ndarray]:
