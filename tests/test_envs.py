@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import subprocess
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
+from gymnasium.utils.passive_env_checker import env_render_passive_checker
 
 import minichess_envs
 from minichess_envs import VARIANTS, FenError, IllegalMoveError, Position, aec
@@ -20,6 +22,7 @@ from minichess_envs.env import MiniChessEnv
 from minichess_envs.vector import MiniChessVectorEnv
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # "human" rendering without a screen
+HAVE_PYGAME = importlib.util.find_spec("pygame") is not None
 
 ALL = sorted(VARIANTS)
 
@@ -84,11 +87,15 @@ def test_custom_variant_registration():
 @pytest.mark.parametrize("variant", ALL)
 def test_check_env_passes(variant):
     # The env checker steps with unmasked random actions: with illegal_action="lose" they end the episode.
+    # Its render check also opens every declared mode, "human" included, which needs pygame (dev extra).
     for mode in ("ansi", "rgb_array"):
         env = gym.make(VARIANTS[variant].gym_id, render_mode=mode, illegal_action="lose")
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            check_env(env.unwrapped, skip_render_check=False)
+            check_env(env.unwrapped, skip_render_check=not HAVE_PYGAME)
+            if not HAVE_PYGAME:
+                env.unwrapped.reset(seed=0)
+                env_render_passive_checker(env.unwrapped)
 
 
 @pytest.mark.parametrize("variant", ["3x3", "gardner", "chess"])

@@ -1,0 +1,191 @@
+"""Trained PPO policies as agents, and the epsilon-random opponent of the Alpha-Mini procedure.
+
+Both backends save the same thing: the :class:`~agents.ppo.network.PPONet`
+weights and sizes (``weights.pt``) plus ``agent.json``, so
+``agents.load(path)`` rebuilds the policy in plain torch, with neither Ray nor
+stable-baselines3 installed or running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import torch
+
+from agents.base import Agent, read_manifest, write_manifest
+from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.variants import get_variant
+
+WEIGHTS = "weights.pt"
+
+
+class PPOAgent(Agent):
+    """A PPO policy network: its most probable legal action, or a sample from it (``sample=True``).
+
+    Observations must use the encoding the network was trained on (``history``,
+    ``last_move``); when a caller's observation has another shape and the
+    position is given, the agent encodes the position itself.
+    """
+
+    name = "ppo"
+
+    def __init__(self, net: PPONet, variant: str, history: int = 1, last_move: bool = True, *,
+                 sample: bool = False, seed: int | None = None, name: str = "ppo", backend: str = "rllib"):
+        self.net = net.eval()
+        self.variant = get_variant(variant)
+        self.encoding = ObservationEncoding(self.variant, history, last_move)
+        if net.config.num_actions != self.variant.num_actions or (net.config.height, net.config.width,
+                                                                  net.config.channels_in) != self.encoding.shape:
+            raise ValueError(f"network for {net.config.height}x{net.config.width}x{net.config.channels_in} planes "
+                             f"and {net.config.num_actions} actions does not fit {self.variant.name} with "
+                             f"observations {self.encoding.shape}")
+        self.sample = sample
+        self.seed = seed
+        self.rng = torch.Generator().manual_seed(0 if seed is None else seed)
+        self.name = name
+        self.backend = backend
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng.manual_seed(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        return int(self.act_batch(observation[None], np.asarray(action_mask)[None],
+                                  None if position is None else [position])[0])
+
+    def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
+        observations = self._observations(observations, positions)
+        if not self.sample:
+            return greedy_actions(self.net, observations, action_masks).numpy()
+        with torch.inference_mode():
+            logits, _ = self.net(torch.as_tensor(observations, dtype=torch.float32), torch.as_tensor(action_masks))
+        return torch.multinomial(torch.softmax(logits, -1), 1, generator=self.rng).squeeze(1).numpy()
+
+    def values(self, observations, action_masks) -> np.ndarray:
+        """The value head: the learner's expected (discounted, shaped) return from each observation."""
+        with torch.inference_mode():
+            return self.net(torch.as_tensor(observations, dtype=torch.float32),
+                            torch.as_tensor(action_masks))[1].numpy()
+
+    def _observations(self, observations, positions):
+        observations = np.asarray(observations) if observations is not None else None
+        if observations is not None and observations.shape[1:] == self.encoding.shape:
+            return observations
+        if positions is None:
+            shape = None if observations is None else observations.shape[1:]
+            raise ValueError(f"{self.name}: observations of shape {shape} are not the {self.encoding.shape} "
+                             "planes this network reads; pass the positions to have them encoded")
+        return np.stack([self.encoding.encode(p) for p in positions])
+
+    def save(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+        tmp = os.path.join(path, WEIGHTS + ".tmp")
+        torch.save({"net_config": dataclasses.asdict(self.net.config), "model": self.net.state_dict()}, tmp)
+        os.replace(tmp, os.path.join(path, WEIGHTS))
+        write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,
+                       last_move=self.encoding.last_move, sample=self.sample, seed=self.seed, backend=self.backend)
+
+    @classmethod
+    def load(cls, path: str, sample: bool | None = None) -> PPOAgent:
+        manifest = read_manifest(path)
+        settings = manifest["settings"]
+        file = os.path.join(path, WEIGHTS)
+        try:
+            weights = torch.load(file, map_location="cpu", weights_only=True)
+            net = PPONet(PPONetConfig(**weights["net_config"]))
+            net.load_state_dict(weights["model"])
+        except Exception as exc:  # missing, truncated or foreign files raise many kinds of errors
+            raise ValueError(f"corrupt PPO weights {file}: {type(exc).__name__}: {exc}") from None
+        return cls(net, settings["variant"], settings["history"], settings["last_move"],
+                   sample=settings["sample"] if sample is None else sample, seed=settings.get("seed"),
+                   name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
+
+
+class EpsilonRandomAgent(Agent):
+    """Plays a uniformly random legal move with probability ``eps``, else ``inner``'s move (seeded).
+
+    Alpha-Mini's opponents: a frozen earlier policy that "suggests a random
+    move" half the time (eps = 0.5), so the learner keeps meeting new positions.
+    """
+
+    def __init__(self, inner: Agent, eps: float = 0.5, seed: int | None = 0, name: str | None = None):
+        if not 0.0 <= eps <= 1.0:
+            raise ValueError(f"eps must be a probability in [0, 1], got {eps}")
+        self.inner, self.eps, self.seed = inner, float(eps), seed
+        self.rng = np.random.default_rng(seed)
+        self.name = name or f"{getattr(inner, 'name', 'agent')}+eps{eps:g}"
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        if hasattr(self.inner, "reset"):
+            self.inner.reset(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        return int(self.act_batch(observation[None], np.asarray(action_mask)[None],
+                                  None if position is None else [position])[0])
+
+    def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
+        masks = np.asarray(action_masks)
+        actions = np.asarray(self.inner.act_batch(observations, masks, positions), np.int64)
+        explore = self.rng.random(len(masks)) < self.eps
+        for i in np.flatnonzero(explore):
+            legal = np.flatnonzero(masks[i])
+            actions[i] = legal[self.rng.integers(len(legal))]
+        return actions
+
+
+class ByColorAgent(Agent):
+    """Two agents as one player: ``white`` moves when White is to move, ``black`` when Black is.
+
+    For policies trained as one colour each (Alpha-Mini's white and black
+    networks). The side to move comes from the position when given, else from
+    the observation's "black to move" plane.
+    """
+
+    def __init__(self, white: Agent, black: Agent, variant: str, name: str = "ppo-pair"):
+        self.white, self.black, self.name = white, black, name
+        self.variant = get_variant(variant)
+        self.encoding = ObservationEncoding(self.variant)
+        self._colour_plane = self.encoding.channel_names().index("black to move")
+
+    def reset(self, seed: int | None = None) -> None:
+        for agent in (self.white, self.black):
+            if hasattr(agent, "reset"):
+                agent.reset(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        return int(self.act_batch(np.asarray(observation)[None], np.asarray(action_mask)[None],
+                                  None if position is None else [position])[0])
+
+    def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
+        observations, masks = np.asarray(observations), np.asarray(action_masks)
+        if positions is not None:
+            black = np.array([p.turn == 1 for p in positions])
+        elif observations.shape[1:] == self.encoding.shape:
+            black = observations[:, 0, 0, self._colour_plane] > 0.5
+        else:
+            raise ValueError(f"{self.name}: pass the positions, or observations of shape {self.encoding.shape}")
+        actions = np.zeros(len(masks), np.int64)
+        for agent, rows in ((self.white, np.flatnonzero(~black)), (self.black, np.flatnonzero(black))):
+            if len(rows):
+                actions[rows] = agent.act_batch(observations[rows], masks[rows],
+                                                None if positions is None else [positions[i] for i in rows])
+        return actions
+
+    def save(self, path: str) -> None:
+        self.white.save(os.path.join(path, "white"))
+        self.black.save(os.path.join(path, "black"))
+        write_manifest(path, self, variant=self.variant.name, white="white", black="black")
+
+    @classmethod
+    def load(cls, path: str) -> ByColorAgent:
+        from agents.base import load
+
+        manifest = read_manifest(path)
+        settings = manifest["settings"]
+        return cls(load(os.path.join(path, settings["white"])), load(os.path.join(path, settings["black"])),
+                   settings["variant"], manifest.get("name", "ppo-pair"))

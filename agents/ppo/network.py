@@ -1,0 +1,105 @@
+"""The PPO actor-critic network in plain torch, shared by the RLlib module and the saved agents.
+
+Input: observation planes ``(batch, height, width, channels)`` and the legal-
+action mask ``(batch, num_actions)``. A small conv trunk feeds two heads:
+
+* policy: a 3x3 conv with one output plane per action plane, read square by
+  square, so logit ``(file * height + rank) * planes + plane`` comes from the
+  features at the from-square ``(rank, file)``: the layout of the action
+  encoding, no large linear layer;
+* value: flatten -> linear -> ReLU -> linear, one number.
+
+Illegal actions get the most negative float as logit (:func:`mask_logits`),
+so their probability under softmax is exactly 0 and they are never sampled;
+unlike ``-inf`` it keeps the entropy and log-probabilities finite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+
+@dataclasses.dataclass
+class PPONetConfig:
+    """Shape of the network; saved with every agent."""
+
+    height: int
+    width: int
+    channels_in: int
+    num_actions: int
+    channels: int = 64
+    conv_layers: int = 3
+    value_hidden: int = 128
+
+    @property
+    def num_planes(self) -> int:
+        planes, rest = divmod(self.num_actions, self.height * self.width)
+        if rest:
+            raise ValueError(f"{self.num_actions} actions do not split into planes over a "
+                             f"{self.height}x{self.width} board")
+        return planes
+
+    @classmethod
+    def for_variant(cls, variant, channels_in: int, **sizes) -> PPONetConfig:
+        """The config for a :class:`~minichess_envs.Variant` and an observation with ``channels_in`` planes."""
+        return cls(variant.height, variant.width, channels_in, variant.num_actions, **sizes)
+
+
+def mask_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits with every illegal action (``mask == 0``) at the most negative finite float."""
+    return torch.where(mask.bool(), logits, torch.finfo(logits.dtype).min)
+
+
+class PPONet(nn.Module):
+    """Conv trunk, spatial policy head, value head; sized by :class:`PPONetConfig`."""
+
+    def __init__(self, config: PPONetConfig):
+        super().__init__()
+        self.config = config
+        c = config.channels
+        layers, cin = [], config.channels_in
+        for _ in range(config.conv_layers):
+            layers += [nn.Conv2d(cin, c, 3, padding=1), nn.ReLU()]
+            cin = c
+        self.trunk = nn.Sequential(*layers)
+        self.policy_head = nn.Conv2d(c, config.num_planes, 3, padding=1)
+        squares = config.height * config.width
+        self.value_head = nn.Sequential(nn.Flatten(), nn.Linear(c * squares, config.value_hidden), nn.ReLU(),
+                                        nn.Linear(config.value_hidden, 1))
+        # Small initial logits and values: a near-uniform first policy, as PPO implementations start.
+        nn.init.normal_(self.policy_head.weight, std=0.01)
+        nn.init.zeros_(self.policy_head.bias)
+        nn.init.normal_(self.value_head[-1].weight, std=0.01)
+        nn.init.zeros_(self.value_head[-1].bias)
+
+    def features(self, observations: torch.Tensor) -> torch.Tensor:
+        """Trunk features ``(B, channels, height, width)`` for observations ``(B, H, W, C)``."""
+        return self.trunk(observations.permute(0, 3, 1, 2))
+
+    def policy_logits(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Masked logits ``(B, A)`` in the action encoding's order."""
+        planes = self.policy_head(features)  # (B, planes, rank, file)
+        logits = planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
+        return mask_logits(logits, mask)
+
+    def value(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_head(features).squeeze(-1)
+
+    def forward(self, observations: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(masked policy logits (B, A), value (B,))``."""
+        x = self.features(observations)
+        return self.policy_logits(x, mask), self.value(x)
+
+
+def greedy_actions(net: PPONet, observations, masks) -> torch.Tensor:
+    """The most probable legal action of each row (numpy or tensor inputs)."""
+    obs = torch.as_tensor(observations, dtype=torch.float32)
+    mask = torch.as_tensor(masks)
+    if mask.ndim != 2 or not bool((mask != 0).any(1).all()):
+        raise ValueError("every position needs at least one legal action (a non-empty action mask)")
+    with torch.inference_mode():
+        logits = net.policy_logits(net.features(obs), mask)
+    return logits.argmax(1)

@@ -1,0 +1,278 @@
+"""PPO with GAE in stable-baselines3: sb3-contrib's ``MaskablePPO`` on the same env and the same network.
+
+* :class:`SB3VecEnv` adapts our native vector env (C-stepped games, random
+  opponent in C) to SB3's ``VecEnv``: same-step autoreset, the final
+  observation in ``info["terminal_observation"]``, masks from ``action_masks``.
+* :class:`PPONetPolicy` is ``MaskableActorCriticPolicy`` whose feature
+  extractor and heads are one :class:`~agents.ppo.network.PPONet`, the network
+  the RLlib module uses; its weights are exported as a plain
+  :class:`~agents.ppo.agent.PPOAgent`, so SB3 is not needed to play.
+  MaskablePPO masks illegal logits itself (to -1e8), so they are never sampled.
+* :func:`train` has the RLlib loop's contract: settings, budget, evaluation,
+  checkpoints each iteration, ``resume``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import time
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.vec_env import VecEnv
+from torch import nn
+
+from agents.ppo.common import (
+    AGENT,
+    Budget,
+    PPOSettings,
+    Progress,
+    RunState,
+    Stopwatch,
+    evaluate,
+    initial_weights,
+    make_agent,
+    make_opponent,
+    save_checkpoint,
+    start_or_resume,
+    write_csv,
+)
+from agents.ppo.network import PPONet, PPONetConfig
+from minichess_envs.vector import MiniChessVectorEnv
+
+MODEL = "model.zip"
+
+
+class SB3VecEnv(VecEnv):
+    """Our ``MiniChessVectorEnv`` (``autoreset_mode="SameStep"``) as an SB3 ``VecEnv``."""
+
+    def __init__(self, num_envs: int, opponent=None, **env_kwargs):
+        self.venv = MiniChessVectorEnv(num_envs, autoreset_mode="SameStep", opponent=opponent, **env_kwargs)
+        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
+        self._actions = None
+        self._returns = np.zeros(num_envs)
+        self._lengths = np.zeros(num_envs, np.int64)
+
+    def reset(self):
+        seed = self._seeds[0]
+        obs, _ = self.venv.reset(seed=seed) if seed is not None else self.venv.reset()
+        self._reset_seeds()
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, np.int64).reshape(self.num_envs)
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
+        dones = terminated | truncated
+        self._returns += rewards
+        self._lengths += 1
+        out = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(dones):
+            out[i] = {"terminal_observation": infos["final_obs"][i],
+                      "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                      "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
+                      "outcome": infos["outcome"][i], "winner": infos["winner"][i]}
+            self._returns[i], self._lengths[i] = 0.0, 0
+        return obs, rewards.astype(np.float32), dones, out
+
+    def action_masks(self) -> np.ndarray:
+        return self.venv.action_masks()
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name, indices=None):
+        return [getattr(self.venv, attr_name)] * len(self._indices(indices))
+
+    def set_attr(self, attr_name, value, indices=None) -> None:
+        raise AttributeError(f"SB3VecEnv cannot set {attr_name!r}: the games share one native vector env")
+
+    def env_method(self, method_name, *args, indices=None, **kwargs):
+        if method_name != "action_masks":  # the only per-env method MaskablePPO calls
+            raise AttributeError(f"SB3VecEnv has no per-env method {method_name!r} (only 'action_masks')")
+        return list(self.venv.action_masks()[self._indices(indices)])
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False] * len(self._indices(indices))
+
+    def _indices(self, indices):
+        if indices is None:
+            return list(range(self.num_envs))
+        return [indices] if isinstance(indices, int) else list(indices)
+
+
+# -- the policy: PPONet inside MaskableActorCriticPolicy ---------------------------------------
+
+
+class PPONetExtractor(BaseFeaturesExtractor):
+    """The trunk of a :class:`PPONet` over ``obs["observation"]``, flattened; the net's heads ride along."""
+
+    def __init__(self, observation_space, net_config: dict):
+        config = PPONetConfig(**net_config)
+        super().__init__(observation_space, features_dim=config.channels * config.height * config.width)
+        self.net = PPONet(config)
+
+    def forward(self, observations) -> torch.Tensor:
+        return self.net.features(observations["observation"]).flatten(1)
+
+
+class SpatialLogits(nn.Module):
+    """The net's policy head on flattened trunk features: logits in the action encoding's order (unmasked)."""
+
+    def __init__(self, net: PPONet):
+        super().__init__()
+        self.head = net.policy_head
+        self.shape = (net.config.channels, net.config.height, net.config.width)
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        planes = self.head(latent.view(-1, *self.shape))
+        return planes.permute(0, 3, 2, 1).reshape(len(planes), -1)
+
+
+class PPONetPolicy(MaskableActorCriticPolicy):
+    """``MaskableActorCriticPolicy`` computing exactly :class:`PPONet`: its trunk, policy head and value head."""
+
+    def __init__(self, *args, net_config: dict, **kwargs):
+        kwargs.update(features_extractor_class=PPONetExtractor, features_extractor_kwargs={"net_config": net_config},
+                      net_arch=[], ortho_init=False, share_features_extractor=True)
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule) -> None:
+        super()._build(lr_schedule)
+        net = self.features_extractor.net
+        self.action_net = SpatialLogits(net)  # replaces SB3's linear heads by the net's own
+        self.value_net = net.value_head
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    @property
+    def net(self) -> PPONet:
+        return self.features_extractor.net
+
+
+# -- training ---------------------------------------------------------------------------------
+
+
+def make_vec_env(settings: PPOSettings) -> SB3VecEnv:
+    return SB3VecEnv(settings.num_envs, opponent=make_opponent(settings, seed=settings.seed + 1),
+                     **settings.env_kwargs())
+
+
+def make_model(settings: PPOSettings, env: VecEnv) -> MaskablePPO:
+    """``MaskablePPO`` with our policy and the settings' hyperparameters (one rollout = ``train_batch``)."""
+    if settings.train_batch % settings.num_envs:
+        raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
+                         f"({settings.num_envs}) for SB3 (n_steps = train_batch / num_envs)")
+    return MaskablePPO(
+        PPONetPolicy, env, learning_rate=settings.lr, n_steps=settings.train_batch // settings.num_envs,
+        batch_size=settings.minibatch, n_epochs=settings.epochs, gamma=settings.gamma,
+        gae_lambda=settings.lambda_, clip_range=settings.clip_param, ent_coef=settings.entropy_coeff,
+        vf_coef=settings.vf_coeff, max_grad_norm=settings.grad_clip, seed=settings.seed, device="cpu",
+        policy_kwargs={"net_config": _net_config_dict(settings)}, verbose=0)
+
+
+def _net_config_dict(settings: PPOSettings) -> dict:
+    return dataclasses.asdict(settings.net_config())
+
+
+class _RolloutTimer(BaseCallback):
+    """Times the rollout (sampling) part of each ``learn`` call and counts finished games."""
+
+    def __init__(self):
+        super().__init__()
+        self.sample_s, self.episodes, self.returns, self.lengths = 0.0, 0, [], []
+
+    def _on_rollout_start(self) -> None:
+        self._t = time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        self.sample_s += time.perf_counter() - self._t
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", ()):
+            if "episode" in info:
+                self.episodes += 1
+                self.returns.append(info["episode"]["r"])
+                self.lengths.append(info["episode"]["l"])
+        return True
+
+
+def policy_net(model: MaskablePPO) -> PPONet:
+    """A detached copy of the policy's network."""
+    return copy.deepcopy(model.policy.net).eval()
+
+
+def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
+          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
+          verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
+    """Train (or resume) MaskablePPO until the budget is spent; same contract as ``rllib_train.train``."""
+    budget = Budget(env_steps, minutes)
+    state, found = start_or_resume(run_dir, settings, "sb3", resume)
+    torch.set_num_threads(settings.threads)
+    env = make_vec_env(settings)
+    if found is not None:
+        model = MaskablePPO.load(os.path.join(found, MODEL), env=env, device="cpu")
+        if verbose:
+            print(f"resuming {run_dir} after iteration {state.iteration} ({state.env_steps:,} env steps)", flush=True)
+    else:
+        model = make_model(settings, env)
+        weights = initial_weights(settings)
+        if weights is not None:
+            model.policy.net.load_state_dict(weights)
+    clock = Stopwatch(state.elapsed_s)
+    progress = Progress(desc or f"sb3 ppo {settings.variant} {settings.agent_color}", budget, state, verbose)
+    try:
+        while not budget.spent(state):
+            timer = _RolloutTimer()
+            t = time.perf_counter()
+            before = model.num_timesteps
+            model.learn(total_timesteps=settings.train_batch, reset_num_timesteps=False, callback=timer,
+                        progress_bar=False)
+            iteration_s = time.perf_counter() - t
+            steps = model.num_timesteps - before
+            state.iteration += 1
+            state.env_steps += steps
+            logs = model.logger.name_to_value
+            row = {
+                "iteration": state.iteration, "env_steps": state.env_steps, "iteration_env_steps": steps,
+                "episodes": timer.episodes,
+                "episode_return_mean": float(np.mean(timer.returns)) if timer.returns else float("nan"),
+                "episode_len_mean": float(np.mean(timer.lengths)) if timer.lengths else float("nan"),
+                "iteration_s": iteration_s, "sample_s": timer.sample_s, "learn_s": iteration_s - timer.sample_s,
+                "sample_steps_per_s": steps / max(timer.sample_s, 1e-9),
+                "policy_loss": float(logs.get("train/policy_gradient_loss", float("nan"))),
+                "vf_loss": float(logs.get("train/value_loss", float("nan"))),
+                "entropy": -float(logs.get("train/entropy_loss", float("nan"))),
+                "kl": float(logs.get("train/approx_kl", float("nan"))),
+                "vf_explained_var": float(logs.get("train/explained_variance", float("nan"))),
+            }
+            agent = make_agent(policy_net(model), settings, "sb3")
+            last = budget.spent(dataclasses.replace(state, elapsed_s=clock()))
+            if eval_games and (state.iteration % eval_every == 0 or last):
+                t = time.perf_counter()
+                row.update(evaluate(agent, settings, eval_games, eval_seed))
+                row["eval_s"] = time.perf_counter() - t
+            state.elapsed_s = clock()
+            row["elapsed_s"] = state.elapsed_s
+            state.metrics.append(row)
+            save_checkpoint(run_dir, state, lambda d: model.save(os.path.join(d, MODEL)))
+            agent.save(os.path.join(run_dir, AGENT))
+            write_csv(os.path.join(run_dir, "metrics.csv"), state.metrics)
+            if on_iteration is not None:
+                on_iteration(row)
+            progress.update(state, ", ".join(
+                [f"return {row['episode_return_mean']:.3f}"]
+                + [f"win {k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
+                + [f"{row['sample_steps_per_s']:.0f} steps/s sampling"]))
+    finally:
+        progress.close()
+        env.close()
+    return state

@@ -1,0 +1,333 @@
+"""PPO and AlphaZero on one footing: same variant, same opponents, same games per colour, same seeds.
+
+    python experiments/compare.py                           # 3x3 and gardner
+    python experiments/compare.py --variant 3x3 --games 500 --h2h-games 100
+
+For each variant the players are
+
+* PPO: the greedy PPO policy (both colours; on gardner the white and black
+  policies of ``experiments/ppo_gardner.py`` under the AlphaZero run's rules,
+  joined by ``ByColorAgent``; on 3x3 one policy trained as either colour from
+  random legal starts). A missing PPO policy is trained here first (RLlib,
+  ``--ppo-steps`` env steps) under runs/compare/;
+* AlphaZero: ``runs/alphazero_<variant>/agent`` with its search, and its raw
+  policy (no search). Absent runs are reported as absent and skipped.
+
+Protocol, identical for every player: ``versus_random`` over ``--games`` games
+per colour (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
+every non-terminal position; head to head, ``--h2h-games`` games in pairs:
+each pair starts from the same ``--opening-plies`` random plies (both players
+are deterministic) and swaps colours, seeds ``game_seed(0, k)``. Training
+cost: env steps (PPO: a learner move plus the random reply; AlphaZero:
+self-play positions, one ply each), training wall-clock without evaluation,
+and the CPU cores the run used.
+
+Writes runs/compare/report.md and compare.csv (and h2h.csv) and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
+
+import numpy as np  # noqa: E402
+
+import agents  # noqa: E402
+from agents.arena import game_seed, play_game, tally  # noqa: E402
+from agents.evaluation import versus_random  # noqa: E402
+from agents.ppo.common import PPOSettings, checkpoint_dir, load_state, write_csv  # noqa: E402
+from experiments.report import markdown_table  # noqa: E402
+
+COLORS = ("white", "black")
+
+
+@dataclasses.dataclass
+class Player:
+    """One row of the comparison: an agent and what its training cost."""
+
+    label: str
+    agent: object
+    family: str  # "PPO" or "AlphaZero"
+    env_steps: int | None = None
+    env_step_unit: str = ""
+    train_s: float | None = None
+    cores: str = "?"
+    source: str = ""
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variant", choices=("3x3", "gardner", "both"), default="both")
+    p.add_argument("--out", default="runs/compare")
+    p.add_argument("--runs", default="runs", help="where the AlphaZero and PPO runs are")
+    p.add_argument("--games", type=int, default=1000, help="games per colour against the random player")
+    p.add_argument("--h2h-games", type=int, default=200,
+                   help="PPO against each AlphaZero player, in colour-swapped pairs")
+    p.add_argument("--opening-plies", type=int, default=2, help="random plies at the start of head-to-head games")
+    p.add_argument("--ppo-steps", type=int, default=250_000, help="env steps for a PPO policy trained here")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    args = p.parse_args(argv)
+    if min(args.games, args.h2h_games, args.ppo_steps) < 1:
+        p.error("--games, --h2h-games and --ppo-steps must be positive")
+    return args
+
+
+# -- the players ----------------------------------------------------------------------------------
+
+
+def alphazero_players(variant: str, args) -> tuple[list[Player], str | None]:
+    """The AlphaZero run's searching agent and raw policy, or ``([], why not)``."""
+    run = os.path.join(args.runs, f"alphazero_{variant}")
+    path = os.path.join(run, "agent")
+    if not os.path.exists(os.path.join(path, "agent.json")):
+        script = f"experiments/alphazero_{variant}.py"
+        return [], f"no AlphaZero agent at {path} (run {script} first); its rows are skipped"
+    from agents.alphazero.agent import AlphaZeroAgent
+
+    searching = AlphaZeroAgent.load(path)
+    raw = AlphaZeroAgent.load(path, simulations=0)
+    searching.name, raw.name = f"alphazero-mcts{searching.simulations}", "alphazero-raw"
+    steps, seconds = alphazero_cost(run)
+    cores = alphazero_cores(run)
+    rows = [Player(f"AlphaZero, MCTS {searching.simulations} simulations", searching, "AlphaZero", steps,
+                   "self-play positions", seconds, cores, path),
+            Player("AlphaZero, raw policy (no search)", raw, "AlphaZero", steps, "self-play positions", seconds, cores,
+                   path)]
+    return rows, None
+
+
+def alphazero_cost(run: str) -> tuple[int | None, float | None]:
+    """Self-play positions and training seconds (evaluation excluded) from the run's metrics.csv."""
+    file = os.path.join(run, "metrics.csv")
+    if not os.path.exists(file):
+        return None, None
+    with open(file) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return None, None
+    positions = sum(int(float(r["samples"])) for r in rows)
+    seconds = float(rows[-1]["elapsed_s"]) - sum(float(r.get("eval_s") or 0) for r in rows)
+    return positions, seconds
+
+
+def alphazero_cores(run: str) -> str:
+    """Torch threads and self-play workers, from the settings block of the run's report.md."""
+    try:
+        text = open(os.path.join(run, "report.md")).read()
+    except OSError:
+        return f"{os.cpu_count()}-core machine"
+    found = {k: re.search(rf"^{k} = (\d+)", text, re.M) for k in ("threads", "workers")}
+    threads = found["threads"].group(1) if found["threads"] else "?"
+    workers = found["workers"].group(1) if found["workers"] else "0"
+    where = "in process" if workers == "0" else f"{workers} Ray actors"
+    return f"{threads} torch threads, self-play {where} ({os.cpu_count()}-core machine)"
+
+
+def ppo_player(variant: str, az_variant: str | None, args) -> Player:
+    """The PPO policy for the variant (trained here first if missing), with its cost."""
+    from agents.ppo.agent import ByColorAgent
+
+    if variant == "3x3":
+        run = os.path.join(args.out, "ppo_3x3")
+        # From random legal starts as either colour (AlphaZero's 3x3 curriculum starts 75% of its games
+        # there); gamma 0.9: on 3x3 it beat the seed's 0.3 against random from the start position, with the
+        # same tablebase score, in a 120k-step trial of each.
+        settings = PPOSettings(variant="3x3", start="random", agent_color="random", gamma=0.9,
+                               threads=args.threads)
+        state = ensure_ppo(settings, run, args)
+        agent = agents.load(os.path.join(run, "agent"))
+        agent.name = "ppo"
+        return Player("PPO (greedy policy)", agent, "PPO", state.env_steps, "learner moves (+ random replies)",
+                      train_seconds(state.metrics), f"1 process, {settings.threads} torch thread(s) "
+                      f"({os.cpu_count()}-core machine)", run)
+    rules = "checkmate" if (az_variant or "gardner") == "gardner" else "kingcapture"
+    name = {"checkmate": "gardner", "kingcapture": "gardner-kingcapture"}[rules]
+    parts, states = {}, []
+    for color in COLORS:
+        run = os.path.join(args.runs, "ppo_gardner", f"rllib_{rules}_{color}")
+        if not os.path.exists(os.path.join(run, "agent", "agent.json")):
+            run = os.path.join(args.out, f"ppo_{rules}_{color}")
+        settings = PPOSettings(variant=name, agent_color=color, threads=args.threads)
+        states.append(ensure_ppo(settings, run, args))
+        parts[color] = agents.load(os.path.join(run, "agent"))
+    agent = ByColorAgent(parts["white"], parts["black"], name, name="ppo")
+    return Player(f"PPO (greedy; white and black policies, {rules} rules)", agent, "PPO",
+                  sum(s.env_steps for s in states), "learner moves (+ random replies)",
+                  sum(train_seconds(s.metrics) for s in states),
+                  f"1 process, 1 torch thread ({os.cpu_count()}-core machine)",
+                  os.path.dirname(run))
+
+
+def ensure_ppo(settings: PPOSettings, run: str, args):
+    """The run's saved state, training it first when it has no agent yet."""
+    found = checkpoint_dir(run)
+    if found is not None and os.path.exists(os.path.join(run, "agent", "agent.json")):
+        return load_state(found)
+    from agents.ppo.rllib_train import train
+
+    print(f"no PPO policy at {run}: training one ({args.ppo_steps:,} env steps) ...", flush=True)
+    return train(settings, run, env_steps=args.ppo_steps, eval_games=100, eval_every=5, resume=True)
+
+
+def train_seconds(metrics: list[dict]) -> float:
+    return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics) if metrics else 0.0
+
+
+# -- the protocol ---------------------------------------------------------------------------------
+
+
+def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:
+    row = {"variant": variant, "player": player.label}
+    t = time.perf_counter()
+    for color in COLORS:
+        match = versus_random(player.agent, variant, games=args.games, color=color, seed=0)
+        lo, hi = match.win_interval
+        row.update({f"vs_random_{color}_wins": match.wins, f"vs_random_{color}_draws": match.draws,
+                    f"vs_random_{color}_losses": match.losses, f"vs_random_{color}_win_rate": match.win_rate,
+                    f"vs_random_{color}_low": lo, f"vs_random_{color}_high": hi})
+    if tablebase is not None:
+        from minichess_envs.tablebase import score_agent
+
+        rates = score_agent(player.agent, tablebase).rates()
+        row.update({"tb_positions": rates["positions"], "tb_value_preserving": rates["value_preserving"],
+                    "tb_dtm_optimal": rates["dtm_optimal"], "tb_win_to_draw": rates["win->draw"],
+                    "tb_win_to_loss": rates["win->loss"], "tb_draw_to_loss": rates["draw->loss"]})
+    row.update({"env_steps": player.env_steps, "env_step_unit": player.env_step_unit, "train_s": player.train_s,
+                "cores": player.cores, "source": player.source, "eval_s": time.perf_counter() - t})
+    return row
+
+
+def random_opening(variant: str, plies: int, seed: int) -> str:
+    """The FEN after ``plies`` uniformly random moves from the start (redrawn if the game ends)."""
+    from minichess_envs import Position
+
+    rng = np.random.default_rng(seed)
+    while True:
+        position = Position(variant)
+        for _ in range(plies):
+            if position.is_game_over():
+                break
+            actions = position.legal_actions()
+            position.push_action(actions[rng.integers(len(actions))])
+        if not position.is_game_over():
+            return position.fen()
+
+
+def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
+    """Games in pairs: each random opening is played twice, colours swapped, so no side keeps a lucky start."""
+    records = []
+    for k in range(max(1, args.h2h_games // 2)):
+        seed = game_seed(0, k)
+        fen = random_opening(variant, args.opening_plies, seed)
+        for white, black in ((ppo.agent, other.agent), (other.agent, ppo.agent)):
+            records.append(play_game(white, black, variant, seed, start_fen=fen, pgn=False))
+    total = tally(records, ppo.agent.name)
+    lo, hi = total.interval
+    row = {"variant": variant, "ppo": ppo.label, "opponent": other.label, "games": total.games,
+           "ppo_wins": total.wins, "draws": total.draws, "ppo_losses": total.losses, "ppo_score": total.score,
+           "ppo_score_low": lo, "ppo_score_high": hi}
+    for color in COLORS:
+        t = tally(records, ppo.agent.name, colour=color)
+        row[f"ppo_as_{color}"] = f"+{t.wins} ={t.draws} -{t.losses}"
+    return row
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    variants = ["3x3", "gardner"] if args.variant == "both" else [args.variant]
+    rows, h2h, notes = [], [], []
+    started = time.perf_counter()
+    for key in variants:
+        az, why = alphazero_players(key, args)
+        if why:
+            notes.append(f"{key}: {why}.")
+            print(why, flush=True)
+        variant = az[0].agent.variant.name if az else key
+        ppo = ppo_player(key, variant, args)
+        tablebase = None
+        if key == "3x3":
+            from minichess_envs.tablebase import Tablebase
+
+            tablebase = Tablebase.load("3x3")
+        for player in [ppo, *az]:
+            print(f"{variant}: evaluating {player.label} ...", flush=True)
+            rows.append(evaluate_player(player, variant, args, tablebase))
+        for other in az:
+            print(f"{variant}: {ppo.label} against {other.label} ...", flush=True)
+            h2h.append(head_to_head(ppo, other, variant, args))
+    write_csv(os.path.join(args.out, "compare.csv"), rows)
+    write_csv(os.path.join(args.out, "h2h.csv"), h2h)
+    text = report(rows, h2h, notes, args, time.perf_counter() - started)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+def _rate(row: dict, color: str) -> str:
+    return (f"{row[f'vs_random_{color}_win_rate']:.3f} [{row[f'vs_random_{color}_low']:.3f}, "
+            f"{row[f'vs_random_{color}_high']:.3f}]")
+
+
+def report(rows: list[dict], h2h: list[dict], notes: list[str], args, wall: float) -> str:
+    h2h_by = {(r["variant"], r["opponent"]): r for r in h2h}
+    table_rows = []
+    for r in rows:
+        match = h2h_by.get((r["variant"], r["player"]))
+        versus = "-" if match is None else f"{1 - match['ppo_score']:.3f} ({match['games']} games)"
+        tb = (f"{r['tb_value_preserving']:.4f} / {r['tb_dtm_optimal']:.4f}" if "tb_value_preserving" in r
+              else "-")
+        steps = "-" if r["env_steps"] is None else f"{r['env_steps']:,}"
+        seconds = "-" if r["train_s"] is None else f"{r['train_s'] / 60:.1f} min"
+        table_rows.append([r["variant"], r["player"], _rate(r, "white"), _rate(r, "black"), tb, versus, steps,
+                           seconds, r["cores"]])
+    table = markdown_table(["variant", "player", "wins vs random as White [95%]", "as Black [95%]",
+                            "3x3 tablebase: value-preserving / DTM-optimal", "score vs PPO (head to head)",
+                            "training env steps", "training wall-clock", "CPU"], table_rows)
+    h2h_table = markdown_table(
+        ["variant", "PPO against", "games", "PPO +W =D -L", "PPO score [95% Wilson]", "PPO as White", "PPO as Black"],
+        [[r["variant"], r["opponent"], r["games"], f"+{r['ppo_wins']} ={r['draws']} -{r['ppo_losses']}",
+          f"{r['ppo_score']:.3f} [{r['ppo_score_low']:.3f}, {r['ppo_score_high']:.3f}]", r["ppo_as_white"],
+          r["ppo_as_black"]] for r in h2h]) if h2h else "(no AlphaZero agent to play)"
+    note_text = "".join(f"\n- {n}" for n in notes)
+    return f"""# PPO and AlphaZero on one footing
+
+Same protocol for every player: {args.games:,} games per colour against the environments' random player
+(`agents.evaluation.versus_random`, seed 0, deterministic play); on 3x3 the move in every non-terminal
+position scored against the exact tablebase (`score_agent`); head to head {args.h2h_games} games,
+in pairs from {args.opening_plies} random opening plies, colours swapped within a pair (so a lucky opening
+counts for both sides; `agents.arena.play_game`, seeds `game_seed(0, k)`).
+
+{table}
+
+Env steps are not the same unit: a PPO env step is the learner's move plus the random player's reply (about
+two plies), an AlphaZero sample is one self-play position (one ply, searched with MCTS). Wall-clock is
+training only (evaluation during training excluded), on a shared 2-core machine: timings may be perturbed
+by up to ~2x by other jobs.
+
+## Head to head
+
+{h2h_table}
+{note_text}
+
+Whole comparison: {wall / 60:.1f} min. Rows: `compare.csv`, `h2h.csv`.
+"""
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ValueError as exc:  # a corrupt run or agent: say which, without a traceback
+        sys.exit(f"error: {exc}")
