@@ -1,6 +1,6 @@
 """AlphaZero learns Major-Piece 3x3 chess by self-play, judged against the exact tablebase.
 
-    python experiments/alphazero_3x3.py                       # about 5 minutes on 2 CPU cores
+    python experiments/alphazero_3x3.py                       # about 8 minutes on 2 CPU cores
     python experiments/alphazero_3x3.py --resume              # continue an interrupted run
     python experiments/alphazero_3x3.py --workers 2           # self-play in Ray actors
 

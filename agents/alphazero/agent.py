@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
-import torch
 
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.base import Agent, write_manifest
+from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
-
-WEIGHTS = "weights.pt"
 
 
 class AlphaZeroAgent(Agent):
@@ -66,10 +63,7 @@ class AlphaZeroAgent(Agent):
         return self.evaluator.evaluate(obs, masks)[1]
 
     def save(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
-        tmp = os.path.join(path, WEIGHTS + ".tmp")
-        torch.save({"net_config": dataclasses.asdict(self.net.config), "model": self.net.state_dict()}, tmp)
-        os.replace(tmp, os.path.join(path, WEIGHTS))
+        save_network(path, self.net)
         write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,
                        last_move=self.encoding.last_move, simulations=self.simulations,
                        search=dataclasses.asdict(self.search))
@@ -80,13 +74,7 @@ class AlphaZeroAgent(Agent):
 
         manifest = read_manifest(path)
         settings = manifest["settings"]
-        file = os.path.join(path, WEIGHTS)
-        try:
-            weights = torch.load(file, map_location="cpu", weights_only=True)
-            net = PolicyValueNet(NetConfig(**weights["net_config"]))
-            net.load_state_dict(weights["model"])
-        except Exception as exc:
-            raise ValueError(f"corrupt AlphaZero weights {file}: {type(exc).__name__}: {exc}") from None
+        net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
         return cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
                    SearchConfig(**settings["search"]), manifest.get("name", "alphazero"))

@@ -8,7 +8,6 @@ stable-baselines3 installed or running.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
@@ -16,10 +15,9 @@ import torch
 
 from agents.base import Agent, read_manifest, write_manifest
 from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
+from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
-
-WEIGHTS = "weights.pt"
 
 
 class PPOAgent(Agent):
@@ -81,10 +79,7 @@ class PPOAgent(Agent):
         return np.stack([self.encoding.encode(p) for p in positions])
 
     def save(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
-        tmp = os.path.join(path, WEIGHTS + ".tmp")
-        torch.save({"net_config": dataclasses.asdict(self.net.config), "model": self.net.state_dict()}, tmp)
-        os.replace(tmp, os.path.join(path, WEIGHTS))
+        save_network(path, self.net)
         write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,
                        last_move=self.encoding.last_move, sample=self.sample, seed=self.seed, backend=self.backend)
 
@@ -92,13 +87,7 @@ class PPOAgent(Agent):
     def load(cls, path: str, sample: bool | None = None) -> PPOAgent:
         manifest = read_manifest(path)
         settings = manifest["settings"]
-        file = os.path.join(path, WEIGHTS)
-        try:
-            weights = torch.load(file, map_location="cpu", weights_only=True)
-            net = PPONet(PPONetConfig(**weights["net_config"]))
-            net.load_state_dict(weights["model"])
-        except Exception as exc:  # missing, truncated or foreign files raise many kinds of errors
-            raise ValueError(f"corrupt PPO weights {file}: {type(exc).__name__}: {exc}") from None
+        net = load_network(path, PPONet, PPONetConfig, "PPO")
         return cls(net, settings["variant"], settings["history"], settings["last_move"],
                    sample=settings["sample"] if sample is None else sample, seed=settings.get("seed"),
                    name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
