@@ -15,27 +15,8 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
 
 def line_plot(path: str, x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str,
               title: str) -> bool:
-    """Write a PNG line plot; ``False`` (and a note) when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only, no display
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"matplotlib is not installed: skipping {os.path.basename(path)} (pip install matplotlib)")
-        return False
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for label, ys in series.items():
-        ax.plot(x[: len(ys)], ys, marker="o", markersize=2.5, linewidth=1.4, label=label)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    """Write a PNG line plot of series over shared x values; ``False`` (and a note) without matplotlib."""
+    return curves_plot(path, {label: (x[: len(ys)], ys) for label, ys in series.items()}, xlabel, ylabel, title)
 
 
 def curves_plot(path: str, curves: dict[str, tuple[Sequence[float], Sequence[float]]], xlabel: str, ylabel: str,
@@ -44,7 +25,7 @@ def curves_plot(path: str, curves: dict[str, tuple[Sequence[float], Sequence[flo
     try:
         import matplotlib
 
-        matplotlib.use("Agg")
+        matplotlib.use("Agg")  # files only, no display
         import matplotlib.pyplot as plt
     except ImportError:
         print(f"matplotlib is not installed: skipping {os.path.basename(path)} (pip install matplotlib)")
