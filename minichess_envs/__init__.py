@@ -3,6 +3,7 @@
 from minichess_envs.engine import (
     BLACK,
     WHITE,
+    ActionSpaceError,
     FenError,
     IllegalMoveError,
     Move,
@@ -18,6 +19,6 @@ __version__ = "0.1.0"
 register_catalogue()  # gym.make("MiniChess-Gardner-v0"), pettingzoo.make("aec", "minichess/gardner_v0")
 
 __all__ = [
-    "BLACK", "WHITE", "Castling", "FenError", "IllegalMoveError", "Move", "Outcome", "Position",
+    "ActionSpaceError", "BLACK", "WHITE", "Castling", "FenError", "IllegalMoveError", "Move", "Outcome", "Position",
     "Termination", "VARIANTS", "Variant", "get_variant", "register_variant",
 ]

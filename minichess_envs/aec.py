@@ -8,12 +8,26 @@
 ...     action = None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0])
 ...     env.step(action)
 
-Like PettingZoo's classic games: observations are dicts with an
-``action_mask`` (all zeros for the player not to move), the winner gets +1 and
-the loser -1 at the end, an illegal move loses (``TerminateIllegalWrapper``),
-and reaching the ply limit truncates the game for both players. Each player
-observes the board from its own side. Ids are registered in PettingZoo's
-registry as ``minichess/<variant>_v0`` (``pettingzoo.make("aec", "minichess/gardner_v0")``).
+Like PettingZoo's classic games (``chess_v6``): observations are dicts with an
+``action_mask`` (all zeros for the player not to move during the game), the
+winner gets +1 and the loser -1 at the end, and reaching the ply limit
+truncates the game for both players. Each player observes the board from its
+own side. Ids are registered in PettingZoo's registry as
+``minichess/<variant>_v0`` (``pettingzoo.make("aec", "minichess/gardner_v0")``).
+
+Actions, as in the single-agent env: an illegal move (in the action space, not
+in the mask) ends the game with -1 for the mover and 0 for the other player,
+both terminated and truncated (``TerminateIllegalWrapper``, as ``chess_v6`` is
+wrapped); ``env(..., illegal_action="raise")`` raises ``IllegalMoveError``
+instead, as the unwrapped ``raw_env`` does. Anything outside the action space
+raises ``ActionSpaceError`` (a ``ValueError``, also under ``python -O``).
+
+Once the game is over neither mask is all zeros: the player to move keeps its
+legal moves where it has any (at the ply limit, after a draw by repetition);
+otherwise a mask offers only ``NO_OP_ACTION``. The finished players' steps
+take ``None`` as PettingZoo expects; ``env()`` also accepts any action of the
+action space there and ignores it, so a sampler that draws from the masks
+never fails.
 """
 
 from __future__ import annotations
@@ -26,8 +40,8 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import Position
+from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
+from minichess_envs.engine import Position, _check_action
 from minichess_envs.env import observation_space
 from minichess_envs.pgn import game_pgn
 from minichess_envs.render import Renderer
@@ -36,12 +50,38 @@ from minichess_envs.variants import Variant, get_variant
 AGENTS = ("player_0", "player_1")
 
 
-def env(variant: str | Variant = "gardner", **options) -> AECEnv:
-    """A wrapped AEC env, as PettingZoo's classic games are wrapped (illegal moves lose)."""
-    raw = raw_env(variant, **options)
-    wrapped = wrappers.TerminateIllegalWrapper(raw, illegal_reward=-1)
-    wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)
+def env(variant: str | Variant = "gardner", *, illegal_action: str = "lose", **options) -> AECEnv:
+    """A wrapped AEC env, as PettingZoo's classic games are wrapped.
+
+    :param illegal_action: ``"lose"`` (default: an illegal move ends the game
+        with -1 for the mover) or ``"raise"`` (``IllegalMoveError``).
+    :param options: those of :class:`raw_env`.
+    """
+    if illegal_action not in ("raise", "lose"):
+        raise ValueError(f"illegal_action must be 'raise' or 'lose', not {illegal_action!r}")
+    wrapped = raw_env(variant, **options)
+    if illegal_action == "lose":
+        wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)
+    wrapped = CheckedActionWrapper(wrapped)
     return wrappers.OrderEnforcingWrapper(wrapped)
+
+
+class CheckedActionWrapper(wrappers.BaseWrapper):
+    """Rejects actions outside the action space with ``ActionSpaceError``, and
+    passes an action given for a finished player on as ``None``.
+
+    In place of PettingZoo's ``AssertOutOfBoundsWrapper``, whose ``assert``
+    vanishes under ``python -O``; it runs before ``TerminateIllegalWrapper``
+    indexes the mask with the action.
+    """
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if action is not None or not (self.terminations[agent] or self.truncations[agent]):
+            action = _check_action(action, self.action_space(agent).n)
+        if self.terminations[agent] or self.truncations[agent]:
+            action = None
+        super().step(action)
 
 
 class raw_env(AECEnv):
@@ -99,22 +139,28 @@ class raw_env(AECEnv):
         self.agent_selection = AGENTS[position.turn]
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """The board from ``agent``'s side; the mask as the module docstring describes."""
         colour = AGENTS.index(agent)
         obs = np.empty(self.encoding.shape, np.float32)
         self.position.write_observation(obs, self.encoding.history, self.encoding.last_move, colour)
-        if colour == self.position.turn and not self._game_over():
+        if colour == self.position.turn:
             mask = self.position.action_mask()
         else:
             mask = np.zeros(self.variant.num_actions, np.int8)
+        if self._ended() and not mask.any():
+            mask[NO_OP_ACTION] = 1
         return {"observation": obs, "action_mask": mask}
 
     def step(self, action) -> None:
+        """Play the selected player's action: ``ActionSpaceError`` outside the action
+        space, ``IllegalMoveError`` for an illegal move (nothing changes); ``None``
+        for a finished player."""
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
+            self._was_dead_step(action)  # a ValueError unless None
             return
+        self.position.push_action(_check_action(action, self.variant.num_actions))
         self._cumulative_rewards[agent] = 0
-        self.position.push_action(int(action))  # legality is enforced by the wrappers (or raises)
         for a in AGENTS:
             self.infos[a] = {"move": self.position.peek().uci()}
         outcome = self.position.outcome()
@@ -133,8 +179,10 @@ class raw_env(AECEnv):
         if self.render_mode == "human":
             self.render()
 
-    def _game_over(self) -> bool:
-        return self.position.outcome_code()[0] != 0 or self.position.ply >= self.ply_limit
+    def _ended(self) -> bool:
+        """Is the game over: by the rules, the ply limit, or a player's termination (an illegal move)?"""
+        return (self.position.outcome_code()[0] != 0 or self.position.ply >= self.ply_limit or len(self.agents) < 2
+                or any(self.terminations.values()) or any(self.truncations.values()))
 
     def render(self):
         return self._renderer.render(self.position)

@@ -38,6 +38,13 @@ from minichess_envs.engine import PIECE_SYMBOLS, Position
 from minichess_envs.variants import Variant, get_variant
 
 DIRECTION_NAMES = ("SW", "W", "NW", "S", "N", "SE", "E", "NE")
+
+#: The action the masks of a finished game offer when no move is legal, so that
+#: a sampler can always draw from a mask. It would move from the mover's a1
+#: corner one square south-west, off the board: never a legal move. The envs
+#: ignore the action of a finished game (the vector env resets it, the AEC env
+#: treats it as PettingZoo's ``None``).
+NO_OP_ACTION = 0
 UNDERPROMOTION_PIECES = "nbr"
 
 

@@ -40,6 +40,14 @@ class FenError(ValueError):
 IllegalMoveError = _core.IllegalMoveError  # a ValueError: a move or action not legal here
 
 
+class ActionSpaceError(ValueError, TypeError):
+    """An action that is not an element of the action space: not an integer, or out of range.
+
+    A ``ValueError``, as every rejected action is; also a ``TypeError`` for
+    callers that catch mistyped arguments that way.
+    """
+
+
 class Termination(enum.IntEnum):
     """Why a game ended (values match the C core)."""
 
@@ -547,13 +555,12 @@ def _restore(variant: str | Variant, root_fen: str, codes: Iterable[int]) -> Pos
 
 
 def _check_action(action, num_actions: int) -> int:
-    """Validate an action index: an integer (Python or NumPy) in range."""
+    """Validate an action index: an integer (Python or NumPy) in range; :class:`ActionSpaceError` if not."""
+    if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+        action = action.item()
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-        if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
-            action = int(action)
-        else:
-            raise TypeError(f"action must be an integer, not {type(action).__name__} ({action!r})")
+        raise ActionSpaceError(f"action must be an integer, not {type(action).__name__} ({action!r})")
     action = int(action)
     if not 0 <= action < num_actions:
-        raise ValueError(f"action {action} is outside the action space [0, {num_actions})")
+        raise ActionSpaceError(f"action {action} is outside the action space [0, {num_actions})")
     return action

@@ -10,6 +10,14 @@ One ``step`` plays the learner's move and, unless the game ended, the
 opponent's reply, so the learner always observes a position where it is to
 move. The episode ends (``terminated``) when the rules end the game, and is
 ``truncated`` when the ply limit is reached: the limit is not a draw.
+
+Every element of the action space is valid input to ``step``: an illegal move
+ends the episode with the learner's loss (reward -1, ``info["illegal_action"]``),
+the convention of PettingZoo's classic games; ``illegal_action="raise"`` raises
+``IllegalMoveError`` instead. Anything outside the action space (out of range,
+not an integer) raises :class:`~minichess_envs.engine.ActionSpaceError`, a
+``ValueError``. The final observation's mask is never all zeros: it holds the
+legal moves if there are any, else only :data:`~minichess_envs.encoding.NO_OP_ACTION`.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
+from gymnasium.utils import seeding
 
-from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, WHITE, IllegalMoveError, Position, Termination, _check_action
 from minichess_envs.pgn import game_pgn
 from minichess_envs.render import Renderer
@@ -124,18 +133,31 @@ class Duel:
         self.material = 0
 
     def start(self, position: Position, learner: int, np_random: np.random.Generator) -> str | None:
-        """Begin from ``position``; if the opponent is to move it moves first (its UCI is returned)."""
+        """Begin from ``position``; if the opponent is to move it moves first (its UCI is returned).
+
+        ``position`` becomes the duel's own. If the start fails (the game is
+        over, the opponent's choice is illegal or ends the game), the duel is
+        left as it was, the opponent's generator included.
+        """
         if position.is_game_over():
             raise ValueError(f"the start position {position.fen()} is already over")
-        self.position, self.learner, self.steps = position, learner, 0
+        state = self.opponent.state
         self.opponent.reset(np_random)
+        reply = None
+        if position.turn != learner:
+            try:
+                action = self.opponent.choose(position)
+            except BaseException:
+                self.opponent.state = state
+                raise
+            reply = position.action_uci(action)
+            position.push_action(action)
+            if position.outcome_code()[0] or position.ply >= self.ply_limit:
+                self.opponent.state = state
+                raise ValueError(f"the opponent's first move from {position.root_fen} ended the game; "
+                                 "start from a position where the learner can move")
+        self.position, self.learner, self.steps = position, learner, 0
         self.material = self.material_lead()
-        if position.turn == learner:
-            return None
-        reply = self.reply(self.opponent.choose(position))
-        if any(self.episode_over()):
-            raise ValueError(f"the opponent's first move from {position.root_fen} ended the game; "
-                             "start from a position where the learner can move")
         return reply
 
     def play(self, action: int) -> tuple[float, bool, bool, str | None]:
@@ -207,8 +229,11 @@ class MiniChessEnv(gym.Env):
         ``"material"``: the outcome plus, after every step, the change of the
         learner's material lead (pawn 1, knight/bishop 3, rook 5, queen 9) times
         ``material_scale`` (Alpha-Mini's shaping).
-    :param illegal_action: ``"raise"`` (``IllegalMoveError``, a ``ValueError``) or
-        ``"lose"`` (the episode ends with reward -1, PettingZoo's convention).
+    :param illegal_action: what a legal-looking but illegal action (in the
+        action space, not in the mask) does: ``"lose"`` (default: the episode
+        ends with reward -1 and ``info["illegal_action"] = True``, PettingZoo's
+        convention) or ``"raise"`` (``IllegalMoveError``, a ``ValueError``,
+        and the env stays as it was).
     :param start: ``"default"`` (the variant's start), ``"random"`` (a uniformly
         drawn legal non-terminal position with the learner to move; small boards
         only), or a FEN. ``reset(options={"fen": ...})`` overrides it once.
@@ -228,7 +253,7 @@ class MiniChessEnv(gym.Env):
         opponent=None,
         reward: str = "outcome",
         material_scale: float = MATERIAL_SCALE,
-        illegal_action: str = "raise",
+        illegal_action: str = "lose",
         start: str = "default",
         history: int = 1,
         last_move: bool = True,
@@ -256,14 +281,26 @@ class MiniChessEnv(gym.Env):
     # -- Gymnasium API ---------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        """Start an episode. If it fails (a bad ``options["fen"]``, a game already
+        over), the env is left exactly as it was: the current episode, the
+        opponent and the random generator are untouched."""
         options = options or {}
         unknown = set(options) - {"fen"}
         if unknown:
             raise ValueError(f"unknown reset option(s) {sorted(unknown)}; supported: 'fen'")
-        learner = draw_color(self.agent_color, self.np_random)
-        position = self.starts.position(self.np_random, learner, options.get("fen"))  # bad FEN: raises, state kept
-        reply = self.duel.start(position, learner, self.np_random)
+        if seed is not None:  # a new generator, kept only if the start succeeds
+            np_random, np_random_seed = seeding.np_random(seed)
+        else:
+            np_random, np_random_seed = self.np_random, self.np_random_seed
+        drawn_from = np_random.bit_generator.state
+        try:
+            learner = draw_color(self.agent_color, np_random)
+            position = self.starts.position(np_random, learner, options.get("fen"))
+            reply = self.duel.start(position, learner, np_random)  # a failed start leaves the duel as it was
+        except BaseException:
+            np_random.bit_generator.state = drawn_from
+            raise
+        self._np_random, self._np_random_seed = np_random, np_random_seed
         self.position, self.learner = position, learner
         self._done = False
         self._mask = position.action_mask()
@@ -283,11 +320,11 @@ class MiniChessEnv(gym.Env):
         if reply is not None:
             info["opponent_move"] = reply
         self._done = terminated or truncated
-        self._mask = self.position.action_mask()
+        self._mask = playable_mask(self.position)
         return self._observation(), reward, terminated, truncated, self._info(info)
 
     def action_masks(self) -> np.ndarray:
-        """Legal-action mask of the current position as booleans (for sb3-contrib's MaskablePPO)."""
+        """The observation's action mask as booleans (for sb3-contrib's MaskablePPO)."""
         if self._mask is None:
             raise ResetNeeded("call reset() before action_masks()")
         return self._mask.astype(bool)
@@ -309,12 +346,7 @@ class MiniChessEnv(gym.Env):
 
     def to_pgn(self, headers: dict[str, str] | None = None) -> str:
         """The current episode as PGN (``FEN``, ``SetUp`` and ``Variant`` tags included)."""
-        names = {self.learner: "learner", self.learner ^ 1: self.opponent.name}
-        tags = {"White": names[WHITE], "Black": names[BLACK]}
-        if self.position.outcome() is None and self.position.ply >= self.ply_limit:
-            tags["Termination"] = "truncated at the ply limit"
-        tags.update(headers or {})
-        return game_pgn(self.position, tags)
+        return episode_pgn(self.position, self.learner, self.opponent.name, self.ply_limit, headers)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -334,6 +366,25 @@ class MiniChessEnv(gym.Env):
         }
         info.update(extra)
         return info
+
+
+def episode_pgn(position: Position, learner: int, opponent_name: str, ply_limit: int,
+                headers: dict[str, str] | None = None) -> str:
+    """An episode as PGN, the players named ``learner`` and the opponent's name."""
+    names = {learner: "learner", learner ^ 1: opponent_name}
+    tags = {"White": names[WHITE], "Black": names[BLACK]}
+    if position.outcome() is None and position.ply >= ply_limit:
+        tags["Termination"] = "truncated at the ply limit"
+    tags.update(headers or {})
+    return game_pgn(position, tags)
+
+
+def playable_mask(position: Position) -> np.ndarray:
+    """The legal-action mask, or only :data:`NO_OP_ACTION` when there is no legal move (the game is over)."""
+    mask = position.action_mask()
+    if not mask.any():
+        mask[NO_OP_ACTION] = 1
+    return mask
 
 
 def draw_color(agent_color: str, np_random: np.random.Generator) -> int:

@@ -14,7 +14,17 @@ opponents go through :class:`~minichess_envs.env.Duel` per game, with one
 ``act_batch`` call for all replies when the opponent has it. All three autoreset
 modes of Gymnasium 1.x are supported (``autoreset_mode=``); infos carry
 ``outcome``, ``winner``, ``learner_color`` and ``ply`` (with ``_outcome`` etc.
-masks) for the games that ended.
+masks) for the games that ended, with the single env's values (``None`` for no
+outcome, as at the ply limit, and for no winner).
+
+Actions follow the single env's convention: an illegal move loses the game
+(``illegal_action="lose"``, the default) or raises before any game moves
+(``"raise"``); actions outside the action space raise ``ActionSpaceError``.
+The mask of a game that just ended is never all zeros (the legal moves, else
+only ``NO_OP_ACTION``), and the action given for it in the next step is
+ignored (the game is reset), so a sampler that draws from the masks never fails.
+``call``, ``get_attr`` and ``set_attr`` answer per game, as Gymnasium's
+``SyncVectorEnv`` of ``MiniChessEnv`` does.
 """
 
 from __future__ import annotations
@@ -29,8 +39,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from minichess_envs import _core
-from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Termination
+from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
+from minichess_envs.engine import COLOR_NAMES, ActionSpaceError, IllegalMoveError, Position, Termination
 from minichess_envs.env import (
     MATERIAL_SCALE,
     Duel,
@@ -38,6 +48,7 @@ from minichess_envs.env import (
     StartPositions,
     check_options,
     draw_color,
+    episode_pgn,
     observation_space,
 )
 from minichess_envs.render import render_ansi, render_rgb
@@ -65,7 +76,7 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         opponent=None,
         reward: str = "outcome",
         material_scale: float = MATERIAL_SCALE,
-        illegal_action: str = "raise",
+        illegal_action: str = "lose",
         start: str = "default",
         history: int = 1,
         last_move: bool = True,
@@ -132,6 +143,9 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             mask = np.ones(self.num_envs, bool)
         elif not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (self.num_envs,)):
             raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
+        fen = options.get("fen")
+        if fen is not None:
+            Position(self.variant, fen)  # a bad FEN fails here, before any game or generator changes
         if seed is None:
             seeds = [None] * self.num_envs
         elif isinstance(seed, (int, np.integer)):
@@ -147,7 +161,6 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             for i in np.flatnonzero(mask):
                 if seeds[i] is not None:
                     self._rngs[i] = np.random.default_rng(seeds[i])
-        fen = options.get("fen")
         for i in np.flatnonzero(mask):
             self._reset_game(i, fen)
         self._needs_reset[mask] = False
@@ -159,9 +172,14 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             raise ResetNeeded("call reset() before step()")
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"actions must be {self.num_envs} integers, got {actions.dtype} array {actions.shape}")
-        actions = actions.astype(np.int64, copy=False)
+            raise ActionSpaceError(f"actions must be {self.num_envs} integers, got {actions.dtype} array "
+                                   f"{actions.shape}")
         A = self.variant.num_actions
+        out_of_range = (actions < 0) | (actions >= A)  # before the cast: uint64 values >= 2**63 would wrap
+        if out_of_range.any():
+            i = int(np.flatnonzero(out_of_range)[0])
+            raise ActionSpaceError(f"action {int(actions[i])} of game {i} is outside the action space [0, {A})")
+        actions = actions.astype(np.int64, copy=False)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             to_reset = self._needs_reset
         elif self._needs_reset.any():  # only "Disabled" leaves ended games for the user to reset
@@ -170,11 +188,7 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         else:
             to_reset = self._needs_reset  # all False
         playing = ~to_reset
-        out_of_range = playing & ((actions < 0) | (actions >= A))
-        if out_of_range.any():
-            i = int(np.flatnonzero(out_of_range)[0])
-            raise ValueError(f"action {int(actions[i])} of game {i} is outside the action space [0, {A})")
-        illegal = playing & (self._masks[self._arange, np.clip(actions, 0, A - 1)] == 0)
+        illegal = playing & (self._masks[self._arange, actions] == 0)
         if illegal.any() and self.illegal_action == "raise":  # checked before any game moves
             i = int(np.flatnonzero(illegal)[0])
             raise IllegalMoveError(f"action {int(actions[i])} of game {i} is not a legal move in "
@@ -197,14 +211,14 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             for i in np.flatnonzero(ended):
                 infos = self._add_info(infos, self._end_info(i), i)
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                final = self._observations()
+                final = self._observations(ended)
                 for i in np.flatnonzero(ended):
                     infos = self._add_info(infos, {"final_obs": {k: v[i] for k, v in final.items()},
                                                    "final_info": self._end_info(i)}, i)
                     self._reset_game(i)
                 ended = np.zeros_like(ended)
         self._needs_reset = ended
-        return self._observations(), rewards, terminated, truncated, infos
+        return self._observations(ended), rewards, terminated, truncated, infos
 
     def _play_random_replies(self, actions, playing):
         """All games in one C call; rewards from the outcomes, as :meth:`Duel.reward` computes them."""
@@ -236,8 +250,66 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         return rewards, terminated, truncated
 
     def action_masks(self) -> np.ndarray:
-        """The batch of legal-action masks, bool ``(num_envs, num_actions)``."""
+        """The observations' action masks, bool ``(num_envs, num_actions)``."""
         return self._masks.astype(bool)
+
+    # -- per-game access, as SyncVectorEnv offers it ---------------------------------------------
+
+    #: What ``call`` and ``get_attr`` answer per game, as ``MiniChessEnv`` would for that game.
+    GAME_ATTRIBUTES = ("position", "learner", "moves", "action_masks", "to_pgn", "render")
+    #: Settings ``set_attr`` may change (one value for every game: the games share them).
+    SETTABLE = ("illegal_action",)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """For each game, ``name`` called with the arguments if it is a method, else its value.
+
+        Names: :attr:`GAME_ATTRIBUTES`, or a setting the games share (``variant``,
+        ``ply_limit``, ``illegal_action``, ...), repeated for every game.
+        """
+        if name in self.GAME_ATTRIBUTES:
+            values = [self._game_attribute(i, name) for i in range(self.num_envs)]
+        elif not name.startswith("_") and hasattr(self, name) and not callable(getattr(self, name)):
+            values = [getattr(self, name)] * self.num_envs
+        else:
+            raise AttributeError(f"{type(self).__name__}.call: no per-game attribute {name!r}; per-game names are "
+                                 f"{list(self.GAME_ATTRIBUTES)}, or a setting such as 'variant' or 'ply_limit'")
+        return tuple(v(*args, **kwargs) if callable(v) else v for v in values)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The value of ``name`` for each game (see :meth:`call`)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Change a setting in :attr:`SETTABLE`: one value, or a list with one (equal) value per game."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"expected one value or {self.num_envs} values, got {len(values)}")
+        if name not in self.SETTABLE:
+            raise AttributeError(f"{type(self).__name__} cannot set {name!r}; settable: {list(self.SETTABLE)}")
+        if any(v != values[0] for v in values):
+            raise ValueError(f"{name!r} is shared by every game of a {type(self).__name__}: give one value")
+        if name == "illegal_action" and values[0] not in ("raise", "lose"):
+            raise ValueError(f"illegal_action must be 'raise' or 'lose', not {values[0]!r}")
+        setattr(self, name, values[0])
+
+    def _game_attribute(self, i: int, name: str):
+        duel = self.duels[i]
+        if name == "position":
+            return duel.position
+        if name == "learner":
+            return duel.learner
+        if name == "moves":
+            return [m.uci() for m in duel.position.move_stack]
+        if name == "action_masks":
+            return lambda: self._masks[i].astype(bool)
+        if name == "to_pgn":
+            return lambda headers=None: episode_pgn(duel.position, duel.learner, duel.opponent.name,
+                                                    self.ply_limit, headers)
+        if name == "render":
+            draw = {"ansi": render_ansi, "rgb_array": render_rgb}.get(self.render_mode)
+            return lambda: None if draw is None else draw(duel.position)
+        raise AttributeError(name)
 
     @property
     def positions(self) -> list:
@@ -274,16 +346,20 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         choices = self.opponent_player.act_batch(obs, masks, [p.copy() for p in positions])
         return [self.duels[i].opponent.checked(p, c) for i, p, c in zip(games, positions, choices)]
 
-    def _observations(self) -> dict[str, np.ndarray]:
+    def _observations(self, ended: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Observations and masks of every game; games in ``ended`` without a legal move get ``NO_OP_ACTION``."""
         _core.write_batch(self._positions, self._obs, self._masks, self._learners, self.encoding.history,
                           self.encoding.last_move)
+        if ended is not None and ended.any():
+            games = np.flatnonzero(ended)
+            self._masks[games[~self._masks[games].any(axis=1)], NO_OP_ACTION] = 1
         return {"observation": self._obs.copy(), "action_mask": self._masks.copy()}
 
     def _end_info(self, i: int) -> dict[str, Any]:
         reason, winner = self.duels[i].position.outcome_code()
         return {
-            "outcome": Termination(reason).name.lower() if reason else "truncated",
-            "winner": COLOR_NAMES[winner] if reason and winner >= 0 else "none",
+            "outcome": Termination(reason).name.lower() if reason else None,
+            "winner": COLOR_NAMES[winner] if reason and winner >= 0 else None,
             "learner_color": COLOR_NAMES[self.duels[i].learner],
             "ply": self.duels[i].position.ply,
         }

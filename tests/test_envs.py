@@ -17,7 +17,8 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.utils.passive_env_checker import env_render_passive_checker
 
 import minichess_envs
-from minichess_envs import VARIANTS, FenError, IllegalMoveError, Position, aec
+from minichess_envs import VARIANTS, ActionSpaceError, FenError, IllegalMoveError, Position, aec
+from minichess_envs.encoding import NO_OP_ACTION, ActionEncoding
 from minichess_envs.env import MiniChessEnv
 from minichess_envs.vector import MiniChessVectorEnv
 
@@ -85,17 +86,48 @@ def test_custom_variant_registration():
 
 
 @pytest.mark.parametrize("variant", ALL)
-def test_check_env_passes(variant):
-    # The env checker steps with unmasked random actions: with illegal_action="lose" they end the episode.
-    # Its render check also opens every declared mode, "human" included, which needs pygame (dev extra).
-    for mode in ("ansi", "rgb_array"):
-        env = gym.make(VARIANTS[variant].gym_id, render_mode=mode, illegal_action="lose")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            check_env(env.unwrapped, skip_render_check=not HAVE_PYGAME)
-            if not HAVE_PYGAME:
-                env.unwrapped.reset(seed=0)
-                env_render_passive_checker(env.unwrapped)
+def test_check_env_passes_at_the_defaults(variant):
+    # The checker steps random elements of the action space; at the defaults an illegal one ends the episode.
+    # Its render check makes the env in every declared mode, "human" included, which needs pygame (dev extra).
+    env = gym.make(VARIANTS[variant].gym_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped, skip_render_check=not HAVE_PYGAME)
+        if not HAVE_PYGAME:
+            for mode in ("ansi", "rgb_array"):
+                rendering = gym.make(VARIANTS[variant].gym_id, render_mode=mode).unwrapped
+                rendering.reset(seed=0)
+                env_render_passive_checker(rendering)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_random_elements_of_the_action_space_pass_the_passive_checker(variant):
+    from gymnasium.wrappers.common import PassiveEnvChecker
+
+    env = gym.make(VARIANTS[variant].gym_id)
+    wrapper, checked = env, False
+    while wrapper is not env.unwrapped:
+        checked |= isinstance(wrapper, PassiveEnvChecker)
+        wrapper = wrapper.env
+    assert checked, "gym.make's default wraps the env in the passive checker"
+    losses = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for episode in range(12):
+            obs, info = env.reset(seed=episode)
+            env.action_space.seed(episode)
+            done = False
+            while not done:  # every other action ignores the mask
+                mask = obs["action_mask"] if env.unwrapped.position.ply % 4 < 2 else None
+                action = env.action_space.sample(mask)
+                legal = bool(obs["action_mask"][action])
+                obs, reward, terminated, truncated, info = env.step(action)
+                assert env.observation_space.contains(obs) and obs["action_mask"].any()
+                if not legal:
+                    assert (reward, terminated, info["illegal_action"]) == (-1.0, True, True)
+                    losses += 1
+                done = terminated or truncated
+    assert losses > 0
 
 
 @pytest.mark.parametrize("variant", ["3x3", "gardner", "chess"])
@@ -176,7 +208,7 @@ def test_opponent_can_be_an_agent_or_a_function():
 
 
 def test_bad_input_gives_clear_errors_and_the_env_survives():
-    env = gym.make("MiniChess-Gardner-v0")
+    env = gym.make("MiniChess-Gardner-v0", illegal_action="raise")
     obs, info = env.reset(seed=0)
     with pytest.raises(IllegalMoveError, match="not a legal move"):
         env.step(0)
@@ -195,7 +227,7 @@ def test_bad_input_gives_clear_errors_and_the_env_survives():
     obs, info = env.reset(seed=0)  # still usable
     assert obs["action_mask"].sum() == 7
     obs, *_ = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
-    lose = gym.make("MiniChess-Gardner-v0", illegal_action="lose")
+    lose = gym.make("MiniChess-Gardner-v0")  # the default: an illegal move loses
     lose.reset(seed=0)
     obs, reward, terminated, truncated, info = lose.step(0)
     assert (reward, terminated, info["illegal_action"]) == (-1.0, True, True)
@@ -278,6 +310,163 @@ def test_variant_pgn_sans_match_fairy_stockfish():
     assert ours == theirs
 
 
+def expected_final_mask(position: Position) -> np.ndarray:
+    """The mask a finished game shows: its legal moves, or only NO_OP_ACTION when there are none."""
+    mask = np.zeros(position.variant.num_actions, np.int8)
+    mask[position.legal_actions() or [NO_OP_ACTION]] = 1
+    return mask
+
+
+def test_the_no_op_action_is_never_a_legal_move():
+    for name in ALL:
+        decoded = ActionEncoding(name).decode(NO_OP_ACTION)
+        assert decoded[2] < 0 and decoded[3] < 0, f"{name}: action {NO_OP_ACTION} lands on the board: {decoded}"
+
+
+@pytest.mark.parametrize("variant", ["3x3", "gardner-kingcapture", "microchess"])
+def test_the_final_observation_never_has_an_all_zero_mask(variant):
+    env = gym.make(VARIANTS[variant].gym_id, agent_color="random", ply_limit=60)
+    without_moves = 0
+    for seed in range(25):
+        observations, rewards, infos, terminated, truncated = play_episode(env, seed, rng_seed=seed)
+        position = env.unwrapped.position
+        final = observations[-1]["action_mask"]
+        assert np.array_equal(final, expected_final_mask(position))
+        assert np.array_equal(infos[-1]["action_mask"], final)
+        assert np.array_equal(env.unwrapped.action_masks(), final.astype(bool))
+        without_moves += not position.legal_actions()
+    assert without_moves > 0, "no game ended without a legal move: the no-op case went untested"
+
+
+def test_a_failed_reset_leaves_the_single_env_exactly_as_it_was():
+    over_after_the_only_reply = "3/q2/K1k w - - 0 1"  # White's only move takes the queen: K vs K, a draw
+    bad = [
+        ({"fen": "k2/3/K2/3 w - - 0 1"}, FenError),
+        ({"fen": "k2/1Q1/2K b - - 0 1"}, ValueError),  # already over: checkmate
+        ({"fen": over_after_the_only_reply}, ValueError),
+    ]
+
+    def twin():
+        env = MiniChessEnv("3x3", agent_color="black")
+        env.reset(seed=7)
+        return env
+
+    for options, error in bad:
+        for seed in (None, 99):
+            env, reference = twin(), twin()
+            rng = np.random.default_rng(1)
+            obs, *_ = env.step(random_legal(env._mask, rng))
+            reference.step(random_legal(reference._mask, np.random.default_rng(1)))
+            with pytest.raises(error):
+                env.reset(seed=seed, options=options)
+            assert env.position.fen() == reference.position.fen() and env.position is env.duel.position
+            assert env.position.move_stack == reference.position.move_stack
+            assert (env.learner, env.duel.learner, env.duel.steps, env.duel.material, env.duel.opponent.state) == (
+                reference.learner, reference.duel.learner, reference.duel.steps, reference.duel.material,
+                reference.duel.opponent.state)
+            assert env.np_random.bit_generator.state == reference.np_random.bit_generator.state
+            # and the episode goes on, and the next reset draws, exactly as if nothing had happened
+            for e in (env, reference):
+                done = e._done
+                moves = np.random.default_rng(2)
+                while not done:
+                    *_, terminated, truncated, _ = e.step(random_legal(e._mask, moves))
+                    done = terminated or truncated
+                e.reset()
+            assert env.moves == reference.moves and env.position.fen() == reference.position.fen()
+
+
+# -- actions outside the action space -------------------------------------------------------------------
+
+# 53 is a legal action in Gardner's start position: none of these may be read as it
+NOT_ACTIONS = [53.9, 53.0, "53", b"53", np.float64(53), None, True, np.array([53]), 2**63, 2**64, -1, 1225]
+
+
+def _flavours():
+    """(name, step one action, the position) for each env flavour, reset to Gardner's start."""
+    single = gym.make("MiniChess-Gardner-v0")
+    single.reset(seed=0)
+    raw = aec.raw_env("gardner")
+    raw.reset()
+    wrapped = aec.env("gardner")
+    wrapped.reset()
+    return [("single", single.step, lambda: single.unwrapped.position),
+            ("aec raw", raw.step, lambda: raw.position),
+            ("aec", wrapped.step, lambda: wrapped.unwrapped.position)]
+
+
+def test_actions_outside_the_action_space_raise_a_value_error_in_every_flavour():
+    assert 53 in Position("gardner").legal_actions()
+    for name, step, position in _flavours():
+        for action in NOT_ACTIONS:
+            with pytest.raises(ActionSpaceError) as error:
+                step(action)
+            assert isinstance(error.value, ValueError), (name, action)
+            assert position().ply == 0, f"{name} played {action!r}"
+    envs = MiniChessVectorEnv(2, "gardner")
+    envs.reset(seed=0)
+    for actions in ([53.9, 53], ["53", "53"], [b"53", b"53"], [2**63, 53], [2**64, 53], [-1, 53], [53, 1225],
+                    [True, True], [53], [[53], [53]]):
+        with pytest.raises(ActionSpaceError):
+            envs.step(actions)
+        assert all(p.ply == 0 for p in envs.positions)
+    with pytest.raises(ActionSpaceError, match="action 9223372036854775808 of game 0 is outside"):
+        envs.step(np.array([2**63, 53], np.uint64))
+
+
+def test_numpy_integers_are_actions():
+    for dtype in (np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64, np.intc):
+        for name, step, position in _flavours():
+            step(dtype(53))
+            assert position().ply >= 1 and position().move_stack[0].uci() == "a2a3", name
+        _, step, position = _flavours()[0]
+        step(np.array(53, dtype))  # a 0-d array, as some policies return
+        envs = MiniChessVectorEnv(2, "gardner")
+        envs.reset(seed=0)
+        envs.step(np.array([53, 53], dtype))
+        assert all(p.move_stack[0].uci() == "a2a3" for p in envs.positions)
+
+
+def test_actions_are_checked_without_assert_under_python_O():
+    script = """
+import sys
+import numpy as np
+import gymnasium as gym
+import minichess_envs
+from minichess_envs import ActionSpaceError, aec
+from minichess_envs.vector import MiniChessVectorEnv
+
+if not sys.flags.optimize:
+    sys.exit("not running under -O")
+single = gym.make("MiniChess-Gardner-v0")
+single.reset(seed=0)
+raw = aec.raw_env("gardner")
+raw.reset()
+wrapped = aec.env("gardner")
+wrapped.reset()
+vector = MiniChessVectorEnv(1, "gardner")
+vector.reset(seed=0)
+steps = {"single": single.step, "aec raw": raw.step, "aec": wrapped.step, "vector": lambda a: vector.step([a])}
+for name, step in steps.items():
+    for action in (53.9, "53", b"53", 2**63, -1, 1225, None):
+        if name == "vector" and action is None:
+            continue
+        try:
+            step(action)
+        except ActionSpaceError as error:
+            if not isinstance(error, ValueError):
+                sys.exit(f"{name}: {action!r} raised a non-ValueError")
+        else:
+            sys.exit(f"{name} accepted {action!r}")
+if raw.position.ply or wrapped.unwrapped.position.ply or single.unwrapped.position.ply or vector.positions[0].ply:
+    sys.exit("a bad action was played")
+print("ok")
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-O", "-c", script], capture_output=True, text=True, cwd=root)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
+
+
 # -- PettingZoo AEC ------------------------------------------------------------------------------------
 
 
@@ -318,6 +507,95 @@ def test_aec_game_loop_rewards_and_masks():
     env.reset()
     env.step(0)  # illegal: the mover loses (TerminateIllegalWrapper)
     assert env.rewards["player_0"] == -1 and all(env.terminations.values())
+    strict = aec.env("gardner", illegal_action="raise")
+    strict.reset()
+    with pytest.raises(IllegalMoveError, match="not a legal move"):
+        strict.step(0)
+    assert strict.unwrapped.position.ply == 0 and not any(strict.terminations.values())
+    raw = aec.raw_env("gardner")  # unwrapped, strict as chess_v6's raw_env
+    raw.reset()
+    with pytest.raises(IllegalMoveError):
+        raw.step(0)
+
+
+def test_an_illegal_move_ends_the_game_as_in_chess_v6():
+    pytest.importorskip("chess", reason="chess_v6 needs python-chess (dev extra)")
+    pytest.importorskip("pygame", reason="chess_v6 needs pygame-ce (dev extra)")
+    from pettingzoo.classic import chess_v6
+
+    def after_an_illegal_move(env):
+        env.reset(seed=0)
+        env.step(0)  # from a1 towards the south-west: illegal in both (the same action layout)
+        trace = []
+        for agent in env.agent_iter():
+            obs, reward, terminated, truncated, info = env.last()
+            trace.append((agent, reward, terminated, truncated))
+            env.step(None)
+        return trace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both warn about the illegal move
+        assert after_an_illegal_move(aec.env("chess")) == after_an_illegal_move(chess_v6.env())
+
+
+@pytest.mark.parametrize("variant", ["3x3", "gardner-kingcapture", "microchess"])
+def test_aec_masks_at_the_end_of_a_game_are_never_all_zeros(variant):
+    no_op = np.zeros(VARIANTS[variant].num_actions, np.int8)
+    no_op[NO_OP_ACTION] = 1
+    endings = set()
+    for game in range(30):
+        env = aec.env(variant, ply_limit=30)
+        env.reset()
+        rng = np.random.default_rng(game)
+        for ply, agent in enumerate(env.agent_iter()):
+            obs, reward, terminated, truncated, info = env.last()
+            if terminated or truncated:
+                position = env.unwrapped.position
+                mover = aec.AGENTS[position.turn]
+                for player in aec.AGENTS:
+                    expected = expected_final_mask(position) if player == mover else no_op
+                    assert np.array_equal(env.observe(player)["action_mask"], expected), (player, position.fen())
+                endings.add("no legal move" if not position.legal_actions() else "legal moves left")
+            # a naive sampler: draws from the mask even for a finished player (the action is ignored)
+            action = NO_OP_ACTION if game % 5 == 0 and ply == 6 else random_legal(obs["action_mask"], rng)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the illegal NO_OP_ACTION is warned about
+                env.step(action)
+    assert endings == {"no legal move", "legal moves left"}
+
+
+def test_the_ply_limit_truncates_the_aec_game_after_whole_cycles():
+    # pettingzoo.test.max_cycles_test's assertions, with ply_limit = 2 * cycles. That test itself needs a
+    # parallel_env(max_cycles=...) and steps unmasked random actions: turn-based classic games such as
+    # chess_v6 have no parallel form and lose on a random illegal action.
+    for cycles in (1, 4, 9):
+        env = aec.env("gardner", ply_limit=2 * cycles)
+        env.reset()
+        rng = np.random.default_rng(cycles)
+        counts = dict.fromkeys(aec.AGENTS, 0)
+        for agent in env.agent_iter():
+            counts[agent] += 1
+            obs, reward, terminated, truncated, info = env.last()
+            env.step(None if terminated or truncated else random_legal(obs["action_mask"], rng))
+        assert env.unwrapped.position.outcome() is None, "the rules ended this game: pick another seed"
+        assert counts == dict.fromkeys(aec.AGENTS, cycles + 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["3x3", "gardner"])
+def test_torchrl_check_env_specs_through_its_pettingzoo_wrapper(variant):
+    pytest.importorskip("torchrl", reason="torchrl is a test-only dependency (dev extra)")
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+    from torchrl.envs.utils import check_env_specs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torchrl's own deprecation notices
+        for seed in range(6):
+            env = PettingZooWrapper(aec.env(variant), use_mask=True, seed=seed)
+            check_env_specs(env, seed=seed)
+            # random masked actions across game ends and torchrl's resets
+            rollout = env.rollout(60, break_when_any_done=False)
+            assert rollout.shape[0] == 60
 
 
 @pytest.mark.slow
@@ -400,7 +678,8 @@ def test_vector_autoreset_modes(mode):
         if ended.any():
             assert infos["_outcome"][ended].all()
             assert set(infos["outcome"][ended]) <= {"checkmate", "stalemate", "insufficient_material",
-                                                    "repetition", "truncated"}
+                                                    "repetition", None}  # None: no outcome (truncated)
+            assert all(infos["outcome"][i] is None for i in np.flatnonzero(truncated))
             if mode == "SameStep":
                 assert all(infos["final_obs"][i] is not None for i in np.flatnonzero(ended))
                 assert obs["action_mask"][ended].any(axis=1).all()  # already reset
@@ -429,6 +708,87 @@ def test_vector_env_with_a_batched_opponent_and_same_seed_same_rollout():
     assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(a, b))
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("variant", ["3x3", "gardner-kingcapture"])
+def test_a_naive_sampler_never_fails_under_autoreset(variant, mode):
+    envs = gym.make_vec(VARIANTS[variant].gym_id, num_envs=16, vectorization_mode="vector_entry_point",
+                        autoreset_mode=mode)
+    obs, _ = envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ended = without_moves = 0
+    for _ in range(150):
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])  # fails on an empty mask
+        obs, rewards, terminated, truncated, infos = envs.step(actions)
+        for i in np.flatnonzero(terminated | truncated):
+            if mode == "NextStep":
+                position = envs.unwrapped.positions[i]
+                assert np.array_equal(obs["action_mask"][i], expected_final_mask(position))
+                without_moves += not position.legal_actions()
+            else:
+                assert infos["final_obs"][i]["action_mask"].any()
+                without_moves += infos["final_obs"][i]["action_mask"][NO_OP_ACTION] == 1
+            ended += 1
+        assert obs["action_mask"].any(axis=1).all()
+        assert np.array_equal(envs.unwrapped.action_masks(), obs["action_mask"].astype(bool))
+    assert ended > 20 and without_moves > 0
+
+
+def test_single_and_vector_envs_give_the_same_info_at_the_end():
+    seen = set()
+    for seed in range(16):
+        options = {"agent_color": "random", "ply_limit": 6}
+        single = MiniChessEnv("3x3", **options)
+        envs = MiniChessVectorEnv(1, "3x3", autoreset_mode="Disabled", **options)
+        obs, info = single.reset(seed=seed)
+        envs.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        done = False
+        while not done:
+            action = random_legal(obs["action_mask"], rng) if seed % 4 else NO_OP_ACTION  # some illegal losses
+            obs, reward, terminated, truncated, info = single.step(action)
+            _, rewards, terms, truncs, infos = envs.step(np.array([action]))
+            done = terminated or truncated
+        for key in ("outcome", "winner", "learner_color", "ply", "illegal_action"):
+            if key in info:
+                assert infos[f"_{key}"][0] and infos[key][0] == info[key], (key, infos[key][0], info[key])
+            else:
+                assert key not in infos
+        seen.add(info["outcome"])
+    assert None in seen and len(seen) > 1
+
+
+def test_vector_call_get_attr_and_set_attr_answer_as_sync_vector_env():
+    kwargs = {"num_envs": 3, "agent_color": "random", "render_mode": "ansi"}
+    native = gym.make_vec("MiniChess-3x3-v0", vectorization_mode="vector_entry_point", **kwargs)
+    sync = gym.make_vec("MiniChess-3x3-v0", vectorization_mode="sync", **kwargs)
+    assert isinstance(native.unwrapped, MiniChessVectorEnv)
+    obs, _ = native.reset(seed=5)
+    sync.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for step in range(12):  # games end and are reset on the way
+        for name in ("learner", "moves", "ply_limit", "illegal_action", "action_masks", "render"):
+            ours, theirs = native.call(name), sync.call(name)
+            assert len(ours) == 3 and all(np.array_equal(a, b) for a, b in zip(ours, theirs)), name
+        assert native.call("to_pgn", {"Event": "x"}) == sync.call("to_pgn", {"Event": "x"})
+        assert [p.fen() for p in native.get_attr("position")] == [p.fen() for p in sync.get_attr("position")]
+        assert native.get_attr("variant") == sync.get_attr("variant")
+        actions = np.array([random_legal(m, rng) for m in obs["action_mask"]])
+        obs, *_ = native.step(actions)
+        sync.step(actions)
+    native.set_attr("illegal_action", "raise")
+    sync.set_attr("illegal_action", "raise")
+    assert native.get_attr("illegal_action") == sync.get_attr("illegal_action") == ("raise",) * 3
+    for envs in (native, sync):
+        with pytest.raises(IllegalMoveError):
+            envs.step(np.full(3, NO_OP_ACTION))
+    with pytest.raises(AttributeError, match="per-game"):
+        native.call("nope")
+    with pytest.raises(ValueError, match="shared by every game"):
+        native.set_attr("illegal_action", ["raise", "lose", "raise"])
+    with pytest.raises(AttributeError, match="cannot set"):
+        native.set_attr("variant", "gardner")
+
+
 def test_vector_env_bad_input():
     envs = gym.make_vec("MiniChess-Gardner-v0", num_envs=3)
     with pytest.raises(ResetNeeded):
@@ -438,11 +798,14 @@ def test_vector_env_bad_input():
         envs.step(np.zeros(2, np.int64))
     with pytest.raises(ValueError, match="outside the action space"):
         envs.step(np.array([0, 1, 5000]))
+    strict = MiniChessVectorEnv(3, "gardner", illegal_action="raise")
+    obs, _ = strict.reset(seed=0)
     with pytest.raises(IllegalMoveError, match="game 0"):
-        envs.step(np.zeros(3, np.int64))
+        strict.step(np.zeros(3, np.int64))
     legal = np.array([np.flatnonzero(m)[0] for m in obs["action_mask"]])
-    envs.step(legal)  # nothing was played by the failed calls: still usable
-    lose = MiniChessVectorEnv(3, "gardner", illegal_action="lose")
+    strict.step(legal)  # nothing was played by the failed calls: still usable
+    envs.step(legal)
+    lose = MiniChessVectorEnv(3, "gardner")  # the default: an illegal move loses
     obs, _ = lose.reset(seed=0)
     actions = np.array([np.flatnonzero(m)[0] for m in obs["action_mask"]])
     actions[1] = 0
