@@ -187,8 +187,11 @@ def plot(results, path: str) -> bool:
     except ImportError:
         print("matplotlib is not installed: no leaderboard.png (pip install matplotlib)")
         return False
-    fig, axes = plt.subplots(len(results), 1, figsize=(7, 1 + 0.45 * sum(len(r) for r in results.values())),
-                             squeeze=False)
+    # the width grows with the longest agent name, so the panels keep their width and titles fit
+    longest = max(len(r["agent"]) for rows in results.values() for r in rows)
+    height = 0.5 + 0.9 * len(results) + 0.4 * sum(len(r) for r in results.values())
+    fig, axes = plt.subplots(len(results), 1, figsize=(4.5 + 0.085 * longest, height), squeeze=False)
+    fig.suptitle("Elo, random = 0 (95% profile-likelihood intervals)", fontsize=10)
     for ax, (variant, rows) in zip(axes[:, 0], results.items()):
         rows = rows[::-1]  # strongest on top
         y = range(len(rows))
@@ -197,7 +200,7 @@ def plot(results, path: str) -> bool:
         ax.errorbar(elo, y, xerr=err, fmt="o", capsize=3)
         ax.set_yticks(list(y), [r["agent"] for r in rows])
         ax.axvline(0, color="grey", lw=0.8, ls="--")
-        ax.set_title(f"{variant}: Elo, random = 0 (95% profile-likelihood intervals)", fontsize=10)
+        ax.set_title(variant, fontsize=10, loc="left")
         ax.set_xlabel("Elo")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

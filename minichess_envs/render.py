@@ -1,10 +1,13 @@
 """Rendering of positions: text (``ansi``), images (``rgb_array``) and a window (``human``).
 
-Images are drawn with NumPy alone from 16x16 piece silhouettes, so no GUI
-toolkit is needed; ``human`` shows them with pygame, an optional dependency.
+Images are drawn with NumPy alone from piece drawings made of circles,
+rectangles and polygons (antialiased), so no GUI toolkit is needed; ``human``
+shows them with pygame, an optional dependency.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -13,130 +16,115 @@ from minichess_envs.engine import COLOR_NAMES, Position
 SQUARE_PIXELS = 48
 LIGHT, DARK = np.array([240, 217, 181], np.uint8), np.array([181, 136, 99], np.uint8)
 HIGHLIGHT = np.array([205, 210, 106], np.uint8)  # last move's squares, tinted toward this
+INK, WHITE_FILL, BLACK_FILL = (25, 25, 25), (250, 250, 250), (45, 45, 45)  # outlines and details; piece fills
 
-# Silhouettes, '#' = piece; the outline is drawn around them.
-_SPRITES = {
-    "P": """
-................
-................
-................
-.......##.......
-......####......
-......####......
-.......##.......
-......####......
-.......##.......
-......####......
-.....######.....
-....########....
-...##########...
-...##########...
-................
-................""",
-    "N": """
-................
-................
-.......#.#......
-......######....
-.....########...
-....#####.####..
-...######.####..
-...###########..
-....###..#####..
-........######..
-.......######...
-......#######...
-.....#########..
-....##########..
-................
-................""",
-    "B": """
-................
-................
-.......##.......
-......####......
-.....###.##.....
-.....##.###.....
-.....######.....
-......####......
-.......##.......
-......####......
-.....######.....
-....########....
-...##########...
-...##########...
-................
-................""",
-    "R": """
-................
-................
-...##.####.##...
-...##########...
-...##########...
-....########....
-.....######.....
-.....######.....
-.....######.....
-.....######.....
-....########....
-...##########...
-..############..
-..############..
-................
-................""",
-    "Q": """
-................
-..#....##....#..
-..##..####..##..
-..###.####.###..
-..############..
-...##########...
-...##########...
-....########....
-.....######.....
-.....######.....
-....########....
-...##########...
-..############..
-..############..
-................
-................""",
-    "K": """
-.......##.......
-......####......
-.......##.......
-...###.##.###...
-..#############.
-..#############.
-..#############.
-...###########..
-....#########...
-.....#######....
-.....#######....
-....#########...
-...###########..
-...###########..
-................
-................""",
+# Piece drawings in unit coordinates (x right, y down, the square is [0, 1]^2): unions of circles,
+# ellipses, rectangles and polygons, rasterised with 4x4 supersampling. "details" are lines and dots
+# drawn over the fill in the contrasting colour (the bishop's slit, the knight's eye, the crown bands).
+_BASE = ("rect", 0.20, 0.80, 0.80, 0.90)
+_SKIRT = ("poly", [(0.30, 0.66), (0.70, 0.66), (0.75, 0.81), (0.25, 0.81)])
+_PIECES = {
+    "P": {
+        "shapes": [("circle", 0.5, 0.30, 0.12), ("ellipse", 0.5, 0.47, 0.15, 0.045),
+                   ("poly", [(0.41, 0.47), (0.59, 0.47), (0.69, 0.81), (0.31, 0.81)]),
+                   ("rect", 0.25, 0.79, 0.75, 0.89)],
+        "details": [],
+    },
+    "N": {
+        "shapes": [("poly", [(0.32, 0.81), (0.36, 0.62), (0.28, 0.56), (0.17, 0.52), (0.14, 0.44), (0.22, 0.35),
+                             (0.35, 0.25), (0.40, 0.15), (0.45, 0.07), (0.50, 0.16), (0.60, 0.18), (0.72, 0.30),
+                             (0.79, 0.48), (0.78, 0.81)]), _BASE],
+        "details": [("circle", 0.37, 0.32, 0.03), ("line", 0.17, 0.47, 0.23, 0.47, 0.025),
+                    ("line", 0.56, 0.22, 0.70, 0.42, 0.02)],
+    },
+    "B": {
+        "shapes": [("circle", 0.5, 0.11, 0.055), ("ellipse", 0.5, 0.37, 0.15, 0.20),
+                   ("poly", [(0.37, 0.30), (0.63, 0.30), (0.5, 0.14)]), ("rect", 0.35, 0.56, 0.65, 0.62),
+                   ("poly", [(0.42, 0.60), (0.58, 0.60), (0.67, 0.81), (0.33, 0.81)]), _BASE],
+        "details": [("line", 0.58, 0.26, 0.47, 0.40, 0.035), ("line", 0.35, 0.59, 0.65, 0.59, 0.02)],
+    },
+    "R": {
+        "shapes": [("rect", 0.24, 0.14, 0.36, 0.25), ("rect", 0.44, 0.14, 0.56, 0.25), ("rect", 0.64, 0.14, 0.76, 0.25),
+                   ("rect", 0.24, 0.24, 0.76, 0.34), ("rect", 0.32, 0.33, 0.68, 0.73), ("rect", 0.27, 0.71, 0.73, 0.81),
+                   _BASE],
+        "details": [("line", 0.32, 0.34, 0.68, 0.34, 0.02), ("line", 0.32, 0.71, 0.68, 0.71, 0.02)],
+    },
+    "Q": {
+        "shapes": [("poly", [(0.17, 0.24), (0.31, 0.56), (0.33, 0.17), (0.42, 0.52), (0.5, 0.12), (0.58, 0.52),
+                             (0.67, 0.17), (0.69, 0.56), (0.83, 0.24), (0.73, 0.67), (0.27, 0.67)]),
+                   ("circle", 0.17, 0.23, 0.05), ("circle", 0.33, 0.16, 0.05), ("circle", 0.5, 0.11, 0.05),
+                   ("circle", 0.67, 0.16, 0.05), ("circle", 0.83, 0.23, 0.05), _SKIRT, _BASE],
+        "details": [("line", 0.29, 0.66, 0.71, 0.66, 0.025)],
+    },
+    "K": {
+        "shapes": [("rect", 0.465, 0.05, 0.535, 0.27), ("rect", 0.40, 0.10, 0.60, 0.165),
+                   ("ellipse", 0.35, 0.43, 0.15, 0.14), ("ellipse", 0.65, 0.43, 0.15, 0.14),
+                   ("ellipse", 0.5, 0.35, 0.08, 0.09),
+                   ("poly", [(0.22, 0.44), (0.78, 0.44), (0.71, 0.67), (0.29, 0.67)]),
+                   _SKIRT, _BASE],
+        "details": [("line", 0.5, 0.30, 0.5, 0.62, 0.025), ("line", 0.29, 0.66, 0.71, 0.66, 0.025)],
+    },
 }
+_SUPERSAMPLE = 4
 
 
-def _mask(art: str) -> np.ndarray:
-    rows = [row for row in art.strip("\n").splitlines()]
-    return np.array([[ch == "#" for ch in row.ljust(16, ".")[:16]] for row in rows], bool)
+def _coverage(shapes, size: int, grow: float = 0.0) -> np.ndarray:
+    """Fraction of each of ``size x size`` pixels covered by the union of ``shapes`` grown by ``grow``."""
+    n = size * _SUPERSAMPLE
+    c = (np.arange(n) + 0.5) / n
+    x, y = c[None, :], c[:, None]
+    inside = np.zeros((n, n), bool)
+    for kind, *p in shapes:
+        if kind == "circle":
+            cx, cy, r = p
+            inside |= (x - cx) ** 2 + (y - cy) ** 2 <= (r + grow) ** 2
+        elif kind == "ellipse":
+            cx, cy, rx, ry = p
+            inside |= ((x - cx) / (rx + grow)) ** 2 + ((y - cy) / (ry + grow)) ** 2 <= 1
+        elif kind == "rect":
+            x0, y0, x1, y1 = p
+            inside |= (x >= x0 - grow) & (x <= x1 + grow) & (y >= y0 - grow) & (y <= y1 + grow)
+        elif kind == "line":  # a segment with half-width w
+            x0, y0, x1, y1, w = p
+            dx, dy = x1 - x0, y1 - y0
+            t = np.clip(((x - x0) * dx + (y - y0) * dy) / (dx * dx + dy * dy), 0, 1)
+            inside |= (x - x0 - t * dx) ** 2 + (y - y0 - t * dy) ** 2 <= (w + grow) ** 2
+        else:  # polygon, even-odd rule; grown by its distance to the edges
+            points = p[0]
+            poly = np.zeros((n, n), bool)
+            near = np.zeros((n, n), bool)
+            for (x0, y0), (x1, y1) in zip(points, points[1:] + points[:1]):
+                crosses = (y0 > y) != (y1 > y)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    at = x0 + (y - y0) * (x1 - x0) / (y1 - y0)
+                poly ^= crosses & (x < at)
+                if grow:
+                    dx, dy = x1 - x0, y1 - y0
+                    t = np.clip(((x - x0) * dx + (y - y0) * dy) / (dx * dx + dy * dy), 0, 1)
+                    near |= (x - x0 - t * dx) ** 2 + (y - y0 - t * dy) ** 2 <= grow ** 2
+            inside |= poly | near
+    return inside.reshape(size, _SUPERSAMPLE, size, _SUPERSAMPLE).mean(axis=(1, 3))
 
 
-_MASKS = {piece: _mask(art) for piece, art in _SPRITES.items()}
+@functools.lru_cache(maxsize=64)
+def _sprite(letter: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, premultiplied rgb)`` of one piece (``"Q"`` white, ``"q"`` black) on a ``size`` pixel square.
 
-
-def _outline(mask: np.ndarray) -> np.ndarray:
-    """Pixels next to the silhouette (8-neighbourhood), not in it."""
-    padded = np.pad(mask, 1)
-    grown = np.zeros_like(mask)
-    for dr in (-1, 0, 1):
-        for dc in (-1, 0, 1):
-            grown |= padded[1 + dr:1 + dr + mask.shape[0], 1 + dc:1 + dc + mask.shape[1]]
-    return grown & ~mask
+    Layers: the outline (the drawing grown by about a 32nd of the square), the
+    fill, then the details, in the contrasting colour.
+    """
+    drawing = _PIECES[letter.upper()]
+    edge = max(1.0, size / 32) / size  # outline width, in square units
+    white = letter.isupper()
+    layers = [(_coverage(drawing["shapes"], size, grow=edge), INK),
+              (_coverage(drawing["shapes"], size), WHITE_FILL if white else BLACK_FILL),
+              (_coverage(drawing["details"], size), INK if white else WHITE_FILL)]
+    alpha, rgb = np.zeros((size, size, 1)), np.zeros((size, size, 3))
+    for coverage, colour in layers:
+        a = coverage[..., None]
+        rgb = rgb * (1 - a) + np.asarray(colour, np.float64) * a
+        alpha = alpha * (1 - a) + a
+    return alpha, rgb
 
 
 def render_ansi(position: Position) -> str:
@@ -156,11 +144,10 @@ def render_ansi(position: Position) -> str:
 
 def render_rgb(position: Position, square_pixels: int = SQUARE_PIXELS) -> np.ndarray:
     """An RGB image, uint8 ``(height * s, width * s, 3)``, White at the bottom."""
-    if square_pixels % 16:
-        raise ValueError(f"square_pixels must be a multiple of 16, got {square_pixels}")
+    if not isinstance(square_pixels, int) or square_pixels < 16:
+        raise ValueError(f"square_pixels must be an integer >= 16, got {square_pixels!r}")
     v = position.variant
     W, H, s = v.width, v.height, square_pixels
-    scale = s // 16
     image = np.empty((H * s, W * s, 3), np.uint8)
     last = position.peek()
     marked = {last.from_square, last.to_square} if last else set()
@@ -176,10 +163,8 @@ def render_rgb(position: Position, square_pixels: int = SQUARE_PIXELS) -> np.nda
             cell[:] = colour
             letter = pieces.get(square)
             if letter:
-                mask = _MASKS[letter.upper()]
-                fill, edge = ((250, 250, 250), (20, 20, 20)) if letter.isupper() else ((30, 30, 30), (235, 235, 235))
-                cell[np.kron(_outline(mask), np.ones((scale, scale), bool))] = edge
-                cell[np.kron(mask, np.ones((scale, scale), bool))] = fill
+                alpha, rgb = _sprite(letter, s)
+                cell[:] = (cell * (1 - alpha) + rgb + 0.5).astype(np.uint8)
     return image
 
 

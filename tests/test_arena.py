@@ -232,3 +232,34 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     assert len(ref) == 1 and int(ref[0]["games"]) == 50
     assert float(next(r for r in rows if r["agent"] == "random")["elo"]) == 0.0
     assert (out / "games.pgn").read_text().count("[Event ") == 10 * 4  # 5 agents: 10 pairings
+
+
+def test_leaderboard_plot_keeps_its_titles_and_labels_inside_the_figure(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from experiments.leaderboard import plot
+
+    saved = []
+    savefig = Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        saved.append(fig)
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+
+    def rows(*names):
+        return [{"agent": name, "elo": 100.0 * i, "elo_low": 100.0 * i - 50, "elo_high": 100.0 * i + 60}
+                for i, name in enumerate(names)]
+
+    for results in ({"gardner": rows("random", "runs/gardner-alphazero-a-long-run-name/final")},
+                    {"3x3": rows("random", "greedy", "perfect"), "gardner": rows("random", "minimax-d2")},
+                    {"3x3": rows("random")}):
+        assert plot(results, str(tmp_path / "leaderboard.png"))
+        fig = saved.pop()
+        drawn = fig.get_tightbbox(FigureCanvasAgg(fig).get_renderer())  # inches; plot() closed the figure
+        width, height = fig.get_size_inches()
+        assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01 and drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01, (
+            drawn, (width, height), results)

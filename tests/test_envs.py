@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import itertools
 import os
 import subprocess
 import sys
+import tempfile
 import warnings
 
 import gymnasium as gym
@@ -17,6 +19,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.utils.passive_env_checker import env_render_passive_checker
 
 import minichess_envs
+import minichess_envs.render
 from minichess_envs import VARIANTS, ActionSpaceError, FenError, IllegalMoveError, Position, aec
 from minichess_envs.encoding import NO_OP_ACTION, ActionEncoding
 from minichess_envs.env import MiniChessEnv
@@ -266,6 +269,40 @@ def test_sb3_style_action_masks_and_render_modes():
     env.reset(seed=0)
     image = env.render()
     assert image.shape == (8 * 48, 8 * 48, 3) and image.dtype == np.uint8 and image.std() > 10
+
+
+def test_rendered_pieces_are_told_apart():
+    from minichess_envs.render import DARK, LIGHT, _sprite
+
+    # On either square colour, any two piece types of one side look different (by more than 64 of 255 in
+    # some channel) in over 25% of the pixels they cover, outlines and inner lines included. The former
+    # 16x16 silhouettes scored 11.5% for pawn/bishop and for rook/queen.
+    for letters in ("PNBRQK", "pnbrqk"):
+        for a, b in itertools.combinations(letters, 2):
+            (alpha_a, rgb_a), (alpha_b, rgb_b) = _sprite(a, 48), _sprite(b, 48)
+            covered = (alpha_a[..., 0] > 0.5) | (alpha_b[..., 0] > 0.5)
+            for square in (LIGHT, DARK):
+                drawn_a, drawn_b = square * (1 - alpha_a) + rgb_a, square * (1 - alpha_b) + rgb_b
+                differs = np.abs(drawn_a - drawn_b).max(axis=2) > 64
+                assert differs.sum() / covered.sum() > 0.25, (a, b, square)
+    image = minichess_envs.render.render_rgb(Position("chess"), 32)
+    assert image.shape == (256, 256, 3)
+    with pytest.raises(ValueError, match="square_pixels"):
+        minichess_envs.render.render_rgb(Position("chess"), 8)
+
+
+@pytest.mark.slow
+def test_record_video_writes_a_video():
+    pytest.importorskip("moviepy", reason="RecordVideo needs moviepy: pip install -e '.[video]'")
+    from gymnasium.wrappers import RecordVideo
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = RecordVideo(gym.make("MiniChess-3x3-v0", render_mode="rgb_array"), folder,
+                          episode_trigger=lambda episode: True, disable_logger=True)
+        play_episode(env, seed=0)
+        env.close()
+        videos = [f for f in os.listdir(folder) if f.endswith(".mp4")]
+        assert len(videos) == 1 and os.path.getsize(os.path.join(folder, videos[0])) > 1000
 
 
 def test_human_render_needs_pygame_or_says_so(monkeypatch):

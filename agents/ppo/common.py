@@ -100,8 +100,13 @@ class PPOSettings:
         return cls(**d)
 
     def env_kwargs(self) -> dict:
-        """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` (the opponent is built separately)."""
-        return {"variant": self.variant, "agent_color": self.agent_color, "reward": self.reward, "start": self.start}
+        """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` (the opponent is built separately).
+
+        ``illegal_action="raise"``: the masked policies never choose an illegal
+        action, so one is a bug to surface, not a loss to learn from.
+        """
+        return {"variant": self.variant, "agent_color": self.agent_color, "reward": self.reward, "start": self.start,
+                "illegal_action": "raise"}
 
     def net_config(self) -> PPONetConfig:
         variant = get_variant(self.variant)
