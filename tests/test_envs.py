@@ -514,6 +514,7 @@ def test_pettingzoo_api_and_seed_tests_pass(variant):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # api_test warns about Dict observations, as for its own classic games
         api_test(aec.env(variant), num_cycles=200)
+        api_test(aec.env(variant, illegal_action="raise"), num_cycles=50)
         seed_test(lambda: aec.env(variant), num_cycles=50)
 
 

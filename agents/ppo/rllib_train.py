@@ -82,7 +82,7 @@ def make_aec_env(config: dict):
 
     from minichess_envs import aec
 
-    return PettingZooEnv(aec.env(config["variant"], illegal_action="raise"))  # masked policies: illegal is a bug
+    return PettingZooEnv(aec.env(config["variant"]))
 
 
 def register_envs() -> None:
