@@ -282,8 +282,10 @@ class MiniChessEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode. If it fails (a bad ``options["fen"]``, a game already
-        over), the env is left exactly as it was: the current episode, the
-        opponent and the random generator are untouched."""
+        over, an opponent's first move that is illegal or ends the game), the env
+        is left as it was: the current episode, the env's generator and the
+        random opponent's are untouched (an agent opponent's own ``reset`` may
+        have run)."""
         options = options or {}
         unknown = set(options) - {"fen"}
         if unknown:
