@@ -6,7 +6,7 @@
 >>> agent = load("runs/alphazero_3x3/final")     # any saved agent  # doctest: +SKIP
 """
 
-from agents.base import Agent, CallableAgent, as_agent, load
+from agents.base import Agent, CallableAgent, as_agent, load, register_agent
 from agents.greedy import GreedyAgent
 from agents.minimax import MinimaxAgent
 from agents.random_agent import RandomAgent
@@ -14,5 +14,5 @@ from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent
 
 __all__ = [
     "Agent", "CallableAgent", "EngineError", "EngineNotFoundError", "GreedyAgent", "MinimaxAgent", "RandomAgent",
-    "UCIEngineAgent", "as_agent", "load",
+    "UCIEngineAgent", "as_agent", "load", "register_agent",
 ]

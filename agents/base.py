@@ -6,9 +6,9 @@ from an observation and its legal-action mask; it may also look at the
 do). Environments, the arena and the tablebase scorer accept any object with
 this ``act`` method, or a plain callable ``position -> move``.
 
-Saved agents are directories holding ``agent.json`` (which class to load and
-its settings) plus whatever the class needs (weights, ...); :func:`load` reads
-the manifest and hands the directory to that class's ``load``.
+Saved agents are directories holding ``agent.json`` (which registered class to
+load and its settings) plus whatever the class needs (weights, ...); :func:`load`
+reads the manifest and hands the directory to that class's ``load``.
 """
 
 from __future__ import annotations
@@ -58,12 +58,55 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+#: The agent classes :func:`load` may build, by the manifest's ``class`` entry (``"module:Class"``):
+#: the classes the project ships (imported on first use, so torch loads only when needed) and those
+#: added by :func:`register_agent`. A manifest naming anything else is refused: loading an agent never
+#: imports a module a file names.
+AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
+    "agents.random_agent:RandomAgent",
+    "agents.greedy:GreedyAgent",
+    "agents.minimax:MinimaxAgent",
+    "agents.perfect:PerfectAgent",
+    "agents.uci:UCIEngineAgent",
+    "agents.ppo.agent:PPOAgent",
+    "agents.ppo.agent:EpsilonRandomAgent",
+    "agents.ppo.agent:ByColorAgent",
+    "agents.alphazero.agent:AlphaZeroAgent",
+])
+
+
+def type_name(cls: type) -> str:
+    """The manifest's name of an agent class: ``"module:Class"``."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register_agent(cls: type) -> type:
+    """Class decorator: let :func:`load` build saved agents of ``cls`` (your own agent types)."""
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise TypeError(f"register_agent takes an Agent subclass, got {cls!r}")
+    AGENT_TYPES[type_name(cls)] = cls
+    return cls
+
+
+def agent_class(name: str) -> type:
+    """The registered agent class called ``name`` (``"module:Class"``); ``ValueError`` if it is not registered."""
+    if name not in AGENT_TYPES:
+        raise ValueError(f"{name!r} is not a registered agent type (register your own with "
+                         "agents.register_agent; shipped: " + ", ".join(sorted(AGENT_TYPES)) + ")")
+    cls = AGENT_TYPES[name]
+    if cls is None:  # a shipped class: its module is ours
+        module_name, _, class_name = name.partition(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        AGENT_TYPES[name] = cls
+    return cls
+
+
 def write_manifest(path: str, agent: Agent, **settings: Any) -> None:
     """Write ``agent.json`` for ``agent`` into directory ``path`` (created if needed)."""
     os.makedirs(path, exist_ok=True)
     manifest = {
         "format": MANIFEST_VERSION,
-        "class": f"{type(agent).__module__}:{type(agent).__qualname__}",
+        "class": type_name(type(agent)),
         "name": agent.name,
         "settings": settings,
     }
@@ -73,33 +116,83 @@ def write_manifest(path: str, agent: Agent, **settings: Any) -> None:
     os.replace(tmp, os.path.join(path, MANIFEST))  # atomic: never a half-written manifest
 
 
+def manifest_file(path: str) -> str:
+    """``path/agent.json``, or ``path`` itself when it names the manifest."""
+    return path if os.path.basename(path) == MANIFEST else os.path.join(path, MANIFEST)
+
+
 def read_manifest(path: str) -> dict:
-    """The manifest of a saved agent; ``ValueError`` naming the problem if it is missing or corrupt."""
-    file = path if os.path.basename(path) == MANIFEST else os.path.join(path, MANIFEST)
+    """The manifest of a saved agent; ``ValueError`` naming the file if it is missing or corrupt."""
+    file = manifest_file(path)
     if not os.path.exists(file):
         raise ValueError(f"no saved agent at {path!r}: {file} does not exist")
     try:
-        with open(file) as f:
+        with open(file, encoding="utf-8") as f:
             manifest = json.load(f)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"corrupt agent manifest {file}: {exc}") from None
-    if not isinstance(manifest, dict) or "class" not in manifest:
-        raise ValueError(f"corrupt agent manifest {file}: no 'class' entry")
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON and bad UTF-8 alike
+        raise ValueError(f"corrupt agent manifest {file}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"corrupt agent manifest {file}: expected a JSON object, got {type(manifest).__name__}")
     if manifest.get("format") != MANIFEST_VERSION:
         raise ValueError(f"agent manifest {file} has format {manifest.get('format')!r}, expected {MANIFEST_VERSION}")
+    for key, kind in (("class", str), ("settings", dict)):
+        if not isinstance(manifest.get(key), kind):
+            raise ValueError(f"corrupt agent manifest {file}: no {key!r} entry (a JSON "
+                             f"{'string' if kind is str else 'object'})")
+    if not isinstance(manifest.get("name", ""), str):
+        raise ValueError(f"corrupt agent manifest {file}: 'name' must be a string")
     return manifest
 
 
+def check_settings(path: str, settings: dict, required: dict, optional: dict | None = None) -> dict:
+    """``settings`` after checking each key's type; ``ValueError`` naming the manifest file and the key.
+
+    ``required`` and ``optional`` map keys to a type or tuple of types (``None`` allows null);
+    ``bool`` is never accepted for an ``int`` or ``float``. Checked at load so that a bad
+    setting fails there, not at the first move.
+    """
+    file = manifest_file(path)
+    optional = optional or {}
+    unknown = set(settings) - set(required) - set(optional)
+    missing = set(required) - set(settings)
+    if unknown or missing:
+        raise ValueError(f"bad agent manifest {file}: " + "; ".join(
+            part for part in (f"unknown settings {sorted(unknown)}" if unknown else "",
+                              f"missing settings {sorted(missing)}" if missing else "") if part))
+    for key, value in settings.items():
+        kinds = required.get(key, optional.get(key))
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        kinds = tuple(type(None) if k is None else k for k in kinds)
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if isinstance(value, int) and not isinstance(value, bool) and float in kinds:
+            ok = True
+        if not ok:
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise ValueError(f"bad agent manifest {file}: setting {key!r} must be {names}, got {value!r}")
+    return settings
+
+
 def load(path: str) -> Agent:
-    """Load any saved agent (a directory with ``agent.json``, or the manifest itself)."""
+    """Load any saved agent (a directory with ``agent.json``, or the manifest itself).
+
+    Only registered agent types are built (:data:`AGENT_TYPES`); what they read is data
+    (JSON settings, tensors), so loading an agent from a stranger runs none of its code.
+    Any problem is a ``ValueError`` naming the file.
+    """
     manifest = read_manifest(path)
-    module_name, _, class_name = manifest["class"].partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"agent at {path!r} needs {manifest['class']}, which cannot be imported: {exc}") from None
+        cls = agent_class(manifest["class"])
+    except ValueError as exc:
+        raise ValueError(f"agent manifest {manifest_file(path)}: {exc}") from None
     directory = os.path.dirname(path) if os.path.basename(path) == MANIFEST else path
-    return cls.load(directory)
+    try:
+        return cls.load(directory)
+    except ValueError as exc:
+        if directory in str(exc):
+            raise
+        raise ValueError(f"cannot load the agent in {manifest_file(path)}: {exc}") from None
+    except (TypeError, KeyError, AttributeError, NotImplementedError) as exc:  # settings the class cannot take
+        raise ValueError(f"cannot load the agent in {manifest_file(path)}: {type(exc).__name__}: {exc}") from None
 
 
 class CallableAgent(Agent):

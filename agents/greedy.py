@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, read_manifest, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 
 #: Piece values by type code (index: none, P, N, B, R, Q, K). Capturing a king is
 #: legal only in king-capture variants, where it wins, so it outranks everything.
@@ -58,4 +58,5 @@ class GreedyAgent(Agent):
 
     @classmethod
     def load(cls, path: str) -> GreedyAgent:
-        return cls(**read_manifest(path)["settings"])
+        settings = check_settings(path, read_manifest(path)["settings"], {}, {"seed": (int, None), "name": (str, None)})
+        return cls(**settings)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, read_manifest, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 from minichess_envs import _core
 
 MATE = 100_000
@@ -113,4 +113,6 @@ class MinimaxAgent(Agent):
 
     @classmethod
     def load(cls, path: str) -> MinimaxAgent:
-        return cls(**read_manifest(path)["settings"])
+        settings = check_settings(path, read_manifest(path)["settings"], {"depth": int},
+                                  {"seed": (int, None), "name": (str, None)})
+        return cls(**settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, read_manifest, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 from minichess_envs.tablebase import Tablebase
 from minichess_envs.variants import get_variant
 
@@ -52,4 +52,4 @@ class PerfectAgent(Agent):
 
     @classmethod
     def load(cls, path: str) -> PerfectAgent:
-        return cls(**read_manifest(path)["settings"])
+        return cls(**check_settings(path, read_manifest(path)["settings"], {"variant": str}, {"seed": (int, None)}))

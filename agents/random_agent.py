@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 
 
 class RandomAgent(Agent):
@@ -13,6 +13,7 @@ class RandomAgent(Agent):
     name = "random"
 
     def __init__(self, seed: int | None = None):
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -24,3 +25,10 @@ class RandomAgent(Agent):
         if len(legal) == 0:
             raise ValueError("no legal action: the game is over")
         return int(legal[self.rng.integers(len(legal))])
+
+    def save(self, path: str) -> None:
+        write_manifest(path, self, seed=self.seed)
+
+    @classmethod
+    def load(cls, path: str) -> RandomAgent:
+        return cls(**check_settings(path, read_manifest(path)["settings"], {}, {"seed": (int, None)}))

@@ -18,14 +18,46 @@ import queue
 import shutil
 import subprocess
 import threading
+import warnings
 
-from agents.base import Agent, read_manifest, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 from minichess_envs.engine import IllegalMoveError
 from minichess_envs.variants import VARIANTS, get_variant
 
 #: Debian/Ubuntu package of each engine, for the error message when it is missing.
 PACKAGES = {"fairy-stockfish": "fairy-stockfish", "stockfish": "stockfish"}
 SEARCH_DIRS = ("/usr/games", "/usr/local/games")  # Debian installs games here, often not on PATH
+#: Options naming files the engine writes (``Debug Log File``) or reads (networks, tablebases, variant
+#: definitions): refused unless the caller passes ``file_options=True``. Lower case: UCI option names
+#: are case-insensitive.
+FILE_OPTIONS = frozenset({"debug log file", "evalfile", "evalfilesmall", "syzygypath", "variantpath"})
+#: Options the agent sets itself.
+OWN_OPTIONS = frozenset({"uci_variant", "threads"})
+
+
+def check_options(options: dict, file_options: bool = False) -> dict:
+    """``options`` as ``{name: value}`` checked for ``setoption``: ``ValueError`` naming the bad one.
+
+    Names and values must be plain text on one line (no control characters, so nothing can
+    smuggle a second command into the engine), names may not contain the words ``name`` or
+    ``value``, values are str, int, float or bool; file options need ``file_options=True``.
+    """
+    if not isinstance(options, dict):
+        raise ValueError(f"engine options must be a dict of name -> value, got {type(options).__name__}")
+    for key, value in options.items():
+        if not isinstance(key, str) or not key.strip() or not key.isprintable():
+            raise ValueError(f"engine option name {key!r} is not a printable one-line name")
+        if {"name", "value"} & set(key.lower().split()):
+            raise ValueError(f"engine option name {key!r} contains the UCI keyword 'name' or 'value'")
+        if not isinstance(value, (str, int, float, bool)) or (isinstance(value, str) and not value.isprintable()):
+            raise ValueError(f"engine option {key!r} has value {value!r}: expected a one-line str, int, float or bool")
+        lower = " ".join(key.lower().split())
+        if lower in OWN_OPTIONS:
+            raise ValueError(f"engine option {key!r} is set by the agent itself (use its arguments)")
+        if lower in FILE_OPTIONS and not file_options:
+            raise ValueError(f"engine option {key!r} names a file the engine reads or writes: pass "
+                             "file_options=True to allow it")
+    return dict(options)
 
 
 class EngineError(RuntimeError):
@@ -63,7 +95,9 @@ class UCIEngineAgent(Agent):
     :param nodes, depth, movetime: the search limit, exactly one (movetime in
         milliseconds); default ``nodes=1000``.
     :param options: extra ``setoption`` values, e.g. ``{"Hash": 64}``. (``Skill Level`` below 20
-        picks moves with a clock-seeded random generator: games stop being reproducible.)
+        picks moves with a clock-seeded random generator: games stop being reproducible.) Checked by
+        :func:`check_options`.
+    :param file_options: allow options that name files (``Debug Log File``, ``EvalFile``, ...).
     :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``)
         for variants it does not build in; name the section with ``uci_variant``.
     :param timeout: seconds to wait for any answer (on top of ``movetime``).
@@ -83,6 +117,7 @@ class UCIEngineAgent(Agent):
         uci_variant: str | None = None,
         name: str | None = None,
         timeout: float = 30.0,
+        file_options: bool = False,
     ):
         v = get_variant(variant)
         self.variant = v.name
@@ -112,7 +147,10 @@ class UCIEngineAgent(Agent):
         (self.limit, self.limit_value), = limits.items()
         if not isinstance(self.limit_value, int) or self.limit_value < 1:
             raise ValueError(f"{self.limit} must be a positive integer, got {self.limit_value!r}")
-        self.options = dict(options or {})
+        self.options = check_options(options or {}, file_options)
+        self.file_options = file_options
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.path = path  # as given: a saved agent searches again where it is loaded
         self.binary = find_engine(self.engine, path)
         self.timeout = float(timeout)
@@ -264,16 +302,30 @@ class UCIEngineAgent(Agent):
             raise EngineError(f"{self.engine} played {move!r}, not legal here ({position.fen()}): {exc}") from None
 
     def save(self, path: str) -> None:
-        """Write ``agent.json`` with the settings (the engine itself is found again on load)."""
-        # "binary" because write_manifest's own first argument is called path.
-        write_manifest(path, self, variant=self.variant, engine=self.engine, binary=self.path,
+        """Write ``agent.json`` with the settings; not the binary, which is found again on load."""
+        write_manifest(path, self, variant=self.variant, engine=self.engine,
                        **{self.limit: self.limit_value}, options=self.options, variant_config=self.variant_config,
                        uci_variant=self.uci_variant, name=self.name, timeout=self.timeout)
 
     @classmethod
-    def load(cls, path: str) -> UCIEngineAgent:
+    def load(cls, path: str, binary: str | None = None, file_options: bool = False) -> UCIEngineAgent:
+        """The saved engine agent; the engine binary is ``binary`` if given, else found by name on PATH.
+
+        A manifest cannot choose the program that runs, nor allow file options: only the caller can
+        (``binary=``, ``file_options=True``).
+        """
         settings = read_manifest(path)["settings"]
-        return cls(path=settings.pop("binary", None), **settings)
+        if settings.pop("binary", None) is not None:
+            warnings.warn(f"{path}: the saved engine binary is ignored; the engine is found on PATH "
+                          "(pass binary= to choose one)", stacklevel=2)
+        settings = check_settings(path, settings, {"variant": str, "engine": str},
+                                  {"nodes": (int, None), "depth": (int, None), "movetime": (int, None),
+                                   "options": dict, "variant_config": (str, None), "uci_variant": (str, None),
+                                   "name": (str, None), "timeout": float})
+        if settings.get("variant_config") is not None and not file_options:
+            raise ValueError(f"{path}: the saved agent has the engine read variant_config "
+                             f"{settings['variant_config']!r}: pass file_options=True to allow it")
+        return cls(path=binary, file_options=file_options, **settings)
 
 
 def _pump(stream, lines: queue.Queue) -> None:

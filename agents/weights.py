@@ -1,9 +1,10 @@
 """Network weights of saved agents: ``weights.pt`` beside the agent's manifest.
 
 The file holds the network's config (a dataclass, as a dict) and its state
-dict, so a network is rebuilt without knowing its size in advance. Writes are
-atomic (a temporary file, then a rename). torch is imported here, not by
-:mod:`agents.base`.
+dict, so a network is rebuilt without knowing its size in advance. It is read
+with ``torch.load(weights_only=True)`` (tensors and plain data, never code) and
+checked against its SHA-256 in ``SHA256SUMS``. Writes are atomic (a temporary
+file, then a rename). torch is imported here, not by :mod:`agents.base`.
 """
 
 from __future__ import annotations
@@ -13,24 +14,33 @@ import os
 
 import torch
 
+from agents.checksums import verify_checksum, write_checksums
+
 WEIGHTS = "weights.pt"
 
 
 def save_network(path: str, net: torch.nn.Module) -> None:
-    """Write ``net.config`` and ``net.state_dict()`` to ``path/weights.pt`` atomically."""
+    """Write ``net.config`` and ``net.state_dict()`` to ``path/weights.pt`` atomically, with its checksum."""
     os.makedirs(path, exist_ok=True)
     tmp = os.path.join(path, WEIGHTS + ".tmp")
     torch.save({"net_config": dataclasses.asdict(net.config), "model": net.state_dict()}, tmp)
     os.replace(tmp, os.path.join(path, WEIGHTS))
+    write_checksums(path, [WEIGHTS])
 
 
 def load_network(path: str, net_class: type, config_class: type, what: str) -> torch.nn.Module:
     """``net_class(config_class(**net_config))`` with the weights of ``path/weights.pt``.
 
-    ``ValueError`` naming the file when it is missing, truncated or holds another network; ``what``
-    names the kind of weights in the message (``"PPO"``, ``"AlphaZero"``).
+    ``ValueError`` naming the file when it is missing, truncated, fails its checksum or holds
+    another network; ``what`` names the kind of weights in the message (``"PPO"``, ``"AlphaZero"``).
+    Weights saved before checksums existed load with a warning.
     """
     file = os.path.join(path, WEIGHTS)
+    if os.path.exists(file):
+        try:
+            verify_checksum(path, WEIGHTS, required=False)
+        except ValueError as exc:
+            raise ValueError(f"corrupt {what} weights: {exc}") from None
     try:
         weights = torch.load(file, map_location="cpu", weights_only=True)
         net = net_class(config_class(**weights["net_config"]))

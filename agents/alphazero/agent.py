@@ -8,7 +8,7 @@ import numpy as np
 
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
 from agents.alphazero.network import NetConfig, PolicyValueNet
-from agents.base import Agent, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
@@ -27,6 +27,12 @@ class AlphaZeroAgent(Agent):
         self.net = net.eval()
         self.variant = get_variant(variant)
         self.encoding = ObservationEncoding(self.variant, history, last_move)
+        c = net.config
+        if (c.height, c.width, c.channels_in, c.num_actions) != (*self.encoding.shape, self.variant.num_actions):
+            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
+                             f"does not fit {self.variant.name} with observations {self.encoding.shape}")
+        if not isinstance(simulations, int) or simulations < 0:
+            raise ValueError(f"simulations must be an integer >= 0, got {simulations!r}")
         self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
         self.simulations = simulations
         self.evaluator = NetworkEvaluator(self.net)
@@ -70,11 +76,12 @@ class AlphaZeroAgent(Agent):
 
     @classmethod
     def load(cls, path: str, simulations: int | None = None) -> AlphaZeroAgent:
-        from agents.base import read_manifest
-
         manifest = read_manifest(path)
-        settings = manifest["settings"]
+        settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool,
+                                                               "simulations": int, "search": dict})
+        search_types = {f.name: (float if f.type == "float" else int) for f in dataclasses.fields(SearchConfig)}
+        search = check_settings(path, settings["search"], {}, search_types)
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
         return cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
-                   SearchConfig(**settings["search"]), manifest.get("name", "alphazero"))
+                   SearchConfig(**search), manifest.get("name", "alphazero"))

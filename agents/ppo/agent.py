@@ -13,7 +13,7 @@ import os
 import numpy as np
 import torch
 
-from agents.base import Agent, read_manifest, write_manifest
+from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
 from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
@@ -86,10 +86,11 @@ class PPOAgent(Agent):
     @classmethod
     def load(cls, path: str, sample: bool | None = None) -> PPOAgent:
         manifest = read_manifest(path)
-        settings = manifest["settings"]
+        settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool},
+                                  {"sample": bool, "seed": (int, None), "backend": str})
         net = load_network(path, PPONet, PPONetConfig, "PPO")
         return cls(net, settings["variant"], settings["history"], settings["last_move"],
-                   sample=settings["sample"] if sample is None else sample, seed=settings.get("seed"),
+                   sample=settings.get("sample", False) if sample is None else sample, seed=settings.get("seed"),
                    name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
 
 
@@ -125,6 +126,19 @@ class EpsilonRandomAgent(Agent):
             legal = np.flatnonzero(masks[i])
             actions[i] = legal[self.rng.integers(len(legal))]
         return actions
+
+    def save(self, path: str) -> None:
+        """The inner agent in ``path/inner``, ``eps`` and the seed in ``agent.json``."""
+        self.inner.save(os.path.join(path, "inner"))
+        write_manifest(path, self, inner="inner", eps=self.eps, seed=self.seed, name=self.name)
+
+    @classmethod
+    def load(cls, path: str) -> EpsilonRandomAgent:
+        from agents.base import load
+
+        settings = check_settings(path, read_manifest(path)["settings"], {"inner": str, "eps": float},
+                                  {"seed": (int, None), "name": (str, None)})
+        return cls(load(_subdirectory(path, settings.pop("inner"))), **settings)
 
 
 class ByColorAgent(Agent):
@@ -175,6 +189,13 @@ class ByColorAgent(Agent):
         from agents.base import load
 
         manifest = read_manifest(path)
-        settings = manifest["settings"]
-        return cls(load(os.path.join(path, settings["white"])), load(os.path.join(path, settings["black"])),
+        settings = check_settings(path, manifest["settings"], {"variant": str, "white": str, "black": str})
+        return cls(load(_subdirectory(path, settings["white"])), load(_subdirectory(path, settings["black"])),
                    settings["variant"], manifest.get("name", "ppo-pair"))
+
+
+def _subdirectory(path: str, name: str) -> str:
+    """``path/name`` for a nested saved agent; ``ValueError`` if ``name`` would leave ``path``."""
+    if not name or name != os.path.basename(name) or name in (".", ".."):
+        raise ValueError(f"agent manifest in {path!r} names nested agent {name!r}: not a plain subdirectory name")
+    return os.path.join(path, name)
