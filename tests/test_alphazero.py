@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="AlphaZero needs torch: pip install 
 import agents  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.mcts import SearchConfig, UniformEvaluator, run_search  # noqa: E402
-from agents.alphazero.train import Config, load_checkpoint, train, write_agent  # noqa: E402
+from agents.alphazero.train import Config, load_checkpoint, make_net, train, write_agent  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
 
@@ -135,10 +135,10 @@ def test_checkpoint_errors_name_the_problem(tmp_path):
         train(tiny_config(tmp_path, iterations=1), verbose=False)
     with pytest.raises(ValueError, match="other settings"):
         train(tiny_config(tmp_path, iterations=2, channels=32), resume=True, verbose=False)
-    path = tmp_path / "checkpoint.pt"
+    path = tmp_path / "checkpoint" / "tensors.pt"
     path.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(ValueError, match="corrupt checkpoint"):
-        load_checkpoint(str(path))
+        load_checkpoint(str(tmp_path))
 
 
 def test_trained_run_loads_as_an_agent_and_plays_legally(tmp_path):
@@ -163,4 +163,43 @@ def test_two_ray_workers_complete_an_iteration(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
     state = train(tiny_config(tmp_path, iterations=1, workers=2), verbose=False)
     assert state["iteration"] == 1 and state["metrics"][0]["samples"] > 0
-    assert os.path.exists(tmp_path / "checkpoint.pt")
+    assert os.path.exists(tmp_path / "checkpoint" / "tensors.pt")
+
+
+@pytest.mark.slow
+def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
+    from agents.alphazero import train as train_module
+
+    pools = []
+
+    class Recorded(train_module.SelfPlayWorkers):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(train_module, "SelfPlayWorkers", Recorded)
+
+    def kill_an_actor(net, encoding, iteration):
+        if iteration == 1:
+            ray.kill(pools[0].actors[0])  # lost between iterations: the next one must replace it
+        return {}
+
+    config = tiny_config(tmp_path / "killed", iterations=2, workers=2)
+    state = train(config, evaluate=kill_an_actor, verbose=False)
+    assert state["iteration"] == 2 and [m["worker_restarts"] for m in state["metrics"]] == [0, 1]
+    straight = train(tiny_config(tmp_path / "straight", iterations=2, workers=2), verbose=False)
+    # a replayed share is played from its own seed: the run is the same as one that lost nothing
+    assert [m["samples"] for m in state["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, state["model"][name]), name
+
+    # retries are bounded: with none allowed, a lost actor ends the run with a clear error
+    pool = Recorded(tiny_config(tmp_path / "pool", workers=1), max_restarts=0)
+    try:
+        net, _ = make_net(pool.config)
+        ray.kill(pool.actors[0])
+        with pytest.raises(RuntimeError, match="1 self-play actor failures in one iteration"):
+            pool.play(net, [Position("3x3")], np.random.default_rng(0))
+    finally:
+        pool.stop()

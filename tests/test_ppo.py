@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import agents  # noqa: E402
 from agents import RandomAgent  # noqa: E402
 from agents.arena import play_game  # noqa: E402
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent  # noqa: E402
-from agents.ppo.common import PPOSettings, save_checkpoint, start_or_resume  # noqa: E402
+from agents.ppo.common import PPOSettings  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig, mask_logits  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
@@ -208,26 +207,6 @@ def test_settings_reject_bad_values(tmp_path):
         PPOSettings(variant="no-such-variant")
 
 
-def test_run_directories_refuse_overwrites_and_other_settings(tmp_path):
-    run = str(tmp_path / "run")
-    settings = PPOSettings(variant="3x3")
-    state, found = start_or_resume(run, settings, "rllib", resume=False)
-    assert found is None and state.iteration == 0
-    state.iteration, state.env_steps = 3, 1234
-    save_checkpoint(run, state, lambda d: open(os.path.join(d, "backend.bin"), "w").close())
-    with pytest.raises(ValueError, match="already holds a run"):
-        start_or_resume(run, settings, "rllib", resume=False)
-    with pytest.raises(ValueError, match="other settings"):
-        start_or_resume(run, dataclasses.replace(settings, gamma=0.9), "rllib", resume=True)
-    with pytest.raises(ValueError, match="sb3"):
-        start_or_resume(run, settings, "sb3", resume=True)
-    state, found = start_or_resume(run, settings, "rllib", resume=True)
-    assert (state.iteration, state.env_steps) == (3, 1234) and os.path.exists(os.path.join(found, "backend.bin"))
-    # a crash between the two renames of the swap leaves checkpoint.old: it is still found
-    os.replace(os.path.join(run, "checkpoint"), os.path.join(run, "checkpoint.old"))
-    assert start_or_resume(run, settings, "rllib", resume=True)[0].iteration == 3
-
-
 def test_importing_agents_needs_neither_ray_nor_sb3(tmp_path):
     PPOAgent(small_net(), "3x3").save(str(tmp_path))
     code = ("import sys, agents, agents.ppo; agents.load(sys.argv[1]); "
@@ -257,6 +236,24 @@ def _legal_game_from_saved_agent(path: str, variant: str = "3x3") -> None:
         play_game(RandomAgent(), agent, variant, seed=seed)
 
 
+def _resumes_the_saved_policy(backend_class, settings, run: str) -> None:
+    """A backend restored from the run's checkpoint (tensors only) holds the policy saved as the agent,
+    and the run wrote TensorBoard logs."""
+    from agents.runs import checkpoint_dir, load_tensors
+
+    saved = agents.load(os.path.join(run, "agent")).net.state_dict()
+    backend = backend_class(settings)
+    try:
+        backend.restore(load_tensors(checkpoint_dir(run)))
+        restored = backend.policy_net().state_dict()
+    finally:
+        backend.close()
+    assert saved.keys() == restored.keys()
+    for name in saved:
+        assert torch.equal(saved[name], restored[name]), name
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(run, "tensorboard")))
+
+
 @pytest.mark.slow
 def test_rllib_ppo_runs_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
@@ -271,6 +268,7 @@ def test_rllib_ppo_runs_masks_exactly_resumes_and_saves_an_agent(tmp_path):
                               verbose=False)
     assert state.iteration == 3 and len(state.metrics) == 3
     _legal_game_from_saved_agent(os.path.join(run, "agent"))
+    _resumes_the_saved_policy(rllib_train.RLlibBackend, settings, run)
 
     # every action the exploring policy samples is legal in the observation it was sampled in
     algo = rllib_train.build(settings)
@@ -322,6 +320,7 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
                             verbose=False)
     assert state.iteration == 3
     _legal_game_from_saved_agent(os.path.join(run, "agent"))
+    _resumes_the_saved_policy(sb3_train.SB3Backend, settings, run)
 
     # the last rollout: every stored action is legal under the stored mask
     env = sb3_train.make_vec_env(settings)

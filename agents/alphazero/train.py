@@ -2,14 +2,14 @@
 
 Read top to bottom: :class:`Config`, then :func:`train` runs iterations of
 :func:`selfplay.play_games` and :func:`train_steps`, checkpointing every
-iteration atomically so that ``resume=True`` continues an interrupted run with
-every finished iteration kept. Self-play runs in this process, or in Ray
-actors with ``workers > 0`` (``ray_address`` joins an existing cluster).
+iteration through :class:`agents.runs.Run` so that ``resume=True`` continues an
+interrupted run with every finished iteration kept. Self-play runs in this
+process, or in Ray actors with ``workers > 0`` (``ray_address`` joins an
+existing cluster; a lost actor is replaced and its games replayed).
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -23,11 +23,10 @@ import torch
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games
+from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
-
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclasses.dataclass
@@ -119,50 +118,21 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
     return {k: v / max(steps, 1) for k, v in totals.items()}
 
 
-def save_checkpoint(path: str, **state) -> None:
-    """``torch.save`` to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    tmp = path + ".tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+def load_checkpoint(run_dir: str) -> dict:
+    """The last checkpoint of the run in ``run_dir`` as :func:`train` returns it; ``ValueError`` naming
+    the problem (no checkpoint, a corrupt or foreign file)."""
+    found = checkpoint_dir(run_dir)
+    if found is None:
+        raise ValueError(f"no checkpoint in {run_dir}")
+    return _checkpoint_state(read_state(found), load_tensors(found), found)
 
 
-def load_checkpoint(path: str) -> dict:
-    """A checkpoint written by :func:`save_checkpoint`; ``ValueError`` naming the problem otherwise."""
-    if not os.path.exists(path):
-        raise ValueError(f"no checkpoint at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # truncated or foreign files raise many kinds of errors
-        raise ValueError(f"corrupt checkpoint {path}: {type(exc).__name__}: {exc}") from None
-    missing = {"config", "net_config", "model", "iteration"} - set(state if isinstance(state, dict) else ())
-    if missing:
-        raise ValueError(f"corrupt checkpoint {path}: missing {sorted(missing)}")
-    return state
-
-
-class Progress:
-    """A progress bar (tqdm when installed, plain lines otherwise)."""
-
-    def __init__(self, total: int, desc: str, initial: int = 0):
-        try:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, initial=initial, unit="it", dynamic_ncols=True)
-        except ImportError:
-            self.bar = None
-        self.total, self.desc, self.count = total, desc, initial
-
-    def update(self, info: str) -> None:
-        self.count += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(info, refresh=False)
-            self.bar.update(1)
-        else:
-            print(f"{self.desc} {self.count}/{self.total}: {info}", flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
+    missing = {"net_config", "model", "optimizer", "buffer", "rng", "torch_rng"} - set(tensors)
+    if run.kind != "alphazero" or missing:
+        raise ValueError(f"corrupt checkpoint {where}: not an AlphaZero run"
+                         + (f" (missing {sorted(missing)})" if missing else f" (a {run.kind} run)"))
+    return {"config": run.settings, "iteration": run.iteration, "metrics": run.metrics, **tensors}
 
 
 def train(config: Config, evaluate: Callable | None = None, resume: bool = False, verbose: bool = True) -> dict:
@@ -170,46 +140,34 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
 
     ``evaluate(net, encoding, iteration) -> dict`` is called after every
     iteration; its numbers join the metrics (CSV, TensorBoard, checkpoint).
+    The state: ``config``, ``iteration``, ``metrics`` (one row per iteration),
+    ``net_config``, ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``.
     """
-    os.makedirs(config.run_dir, exist_ok=True)
     if config.threads:
         torch.set_num_threads(config.threads)
-    path = os.path.join(config.run_dir, CHECKPOINT)
+    # iterations (the budget) and where self-play runs may change when resuming; nothing else may
+    run = Run(config.run_dir, config, "alphazero", resume=resume, may_differ=("iterations", "workers", "ray_address"),
+              verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net, encoding = make_net(config)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     buffer = ReplayBuffer(config.buffer_size, encoding.shape, encoding.variant.num_actions)
     rng = np.random.default_rng(config.seed)
-    metrics: list[dict] = []
-    first = 0
-    if resume and os.path.exists(path):
-        state = load_checkpoint(path)
-        saved = Config.from_dict(state["config"])
-        if dataclasses.replace(saved, iterations=config.iterations, workers=config.workers,
-                               ray_address=config.ray_address) != config:
-            raise ValueError(f"{path} was written with other settings; resume with the same ones "
-                             f"(or start a new run_dir): saved {state['config']}")
-        net.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        buffer.restore(state["buffer"])
-        rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(state["torch_rng"])
-        metrics = state["metrics"]
-        first = state["iteration"]
-        if verbose:
-            print(f"resuming {config.run_dir} after iteration {first}", flush=True)
-    elif os.path.exists(path) and not resume:
-        raise ValueError(f"{path} exists: pass resume=True (--resume) to continue it, or use another run_dir")
+    if run.resumed:
+        saved = _checkpoint_state(run.state, run.tensors(), run.checkpoint)
+        net.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        buffer.restore({k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in saved["buffer"].items()})
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
     variant = encoding.variant
     mirror_perm = ActionEncoding(variant).mirror_permutation if config.mirror and not variant.castling else None
     evaluator = NetworkEvaluator(net)
-    workers = _start_workers(config) if config.workers > 0 else None
-    writer = _tensorboard(config.run_dir)
-    progress = Progress(config.iterations, f"alphazero {config.variant}", initial=first)
-    started = time.perf_counter() - (metrics[-1]["elapsed_s"] if metrics else 0.0)
-    state = None
+    workers = SelfPlayWorkers(config) if config.workers > 0 else None
+    progress = run.progress(config.iterations, f"alphazero {config.variant}")
+    tensors = None
     try:
-        for iteration in range(first + 1, config.iterations + 1):
+        for iteration in range(run.state.iteration + 1, config.iterations + 1):
             t0 = time.perf_counter()
             starts = start_positions(config, config.games_per_iteration, rng)
             if workers is None:
@@ -217,7 +175,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 samples, records = play_games(starts, evaluator, config.search, encoding, rng,
                                               config.temperature_plies, config.ply_limit)
             else:
-                samples, records = _play_on_workers(workers, net, starts, config, rng)
+                samples, records = workers.play(net, starts, rng)
             selfplay_s = time.perf_counter() - t0
             buffer.add(samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
@@ -232,69 +190,34 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "white_wins": sum(r.result == "1-0" for r in records) / len(records),
                 "black_wins": sum(r.result == "0-1" for r in records) / len(records),
             }
+            if workers is not None:
+                row["worker_restarts"] = workers.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, encoding, iteration))
                 row["eval_s"] = time.perf_counter() - t2
-            row["elapsed_s"] = time.perf_counter() - started
-            metrics.append(row)
-            state = {"config": dataclasses.asdict(config), "net_config": dataclasses.asdict(net.config),
-                     "model": net.state_dict(), "optimizer": optimizer.state_dict(), "iteration": iteration,
-                     "buffer": buffer.state(), "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
-                     "metrics": metrics}
-            save_checkpoint(path, **state)
-            _write_metrics(config.run_dir, metrics, writer)
-            progress.update(f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, "
+            run.state.iteration = iteration
+            run.state.env_steps += len(samples)
+            tensors = {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
+                       "optimizer": optimizer.state_dict(),
+                       "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                                  for k, v in buffer.state().items()},
+                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+            run.save(row, tensors)
+            progress.update(iteration, f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, "
                             f"{row['positions_per_s']:.0f} pos/s"
                             + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
     finally:
         progress.close()
-        if writer is not None:
-            writer.close()
+        run.close()
         if workers is not None:
-            import ray
-
-            for w in workers:
-                ray.kill(w)
-    return state if state is not None else load_checkpoint(path)
-
-
-def _write_metrics(run_dir: str, metrics: list[dict], writer) -> None:
-    """Rewrite metrics.csv from all rows (a resumed run never duplicates rows); log the last to TensorBoard."""
-    keys = list(dict.fromkeys(k for row in metrics for k in row))
-    tmp = os.path.join(run_dir, "metrics.csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=keys)
-        out.writeheader()
-        out.writerows(metrics)
-    os.replace(tmp, os.path.join(run_dir, "metrics.csv"))
-    if writer is not None:
-        row = metrics[-1]
-        for k, v in row.items():
-            if isinstance(v, (int, float)) and k != "iteration":
-                writer.add_scalar(k, v, row["iteration"])
-        writer.flush()
-
-
-def _tensorboard(run_dir: str):
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:  # tensorboard is optional: metrics.csv has everything
-        return None
-    return SummaryWriter(os.path.join(run_dir, "tensorboard"))
+            workers.stop()
+    if tensors is None:  # nothing left to run: the saved state
+        return load_checkpoint(config.run_dir)
+    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
 
 
 # -- Ray: self-play in actors -------------------------------------------------------
-
-
-def _start_workers(config: Config):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=config.ray_address, ignore_reinit_error=True, include_dashboard=False,
-                 log_to_driver=False)
-    actor = ray.remote(num_cpus=1)(SelfPlayWorker)
-    return [actor.remote(dataclasses.asdict(config), k) for k in range(config.workers)]
 
 
 class SelfPlayWorker:
@@ -314,17 +237,58 @@ class SelfPlayWorker:
                           self.config.temperature_plies, self.config.ply_limit)
 
 
-def _play_on_workers(workers, net, starts, config: Config, rng: np.random.Generator):
-    import ray
+class SelfPlayWorkers:
+    """``config.workers`` Ray actors sharing each iteration's games; a lost actor is replaced and its
+    share played again (at most ``max_restarts`` times per iteration), so a long run survives it.
 
-    weights = ray.put({k: v.cpu() for k, v in net.state_dict().items()})
-    shares = np.array_split(np.arange(len(starts)), len(workers))
-    futures = [w.play.remote(weights, [starts[i].fen() for i in share], int(rng.integers(2**31)))
-               for w, share in zip(workers, shares) if len(share)]
-    results = ray.get(futures)
-    samples = Samples.concatenate([s for s, _ in results])
-    records = [r for _, rs in results for r in rs]
-    return samples, records
+    A share is played from its own seed, so a replayed share gives the same games.
+    """
+
+    def __init__(self, config: Config, max_restarts: int = 3):
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=config.ray_address, ignore_reinit_error=True, include_dashboard=False,
+                     log_to_driver=False)
+        self.config, self.max_restarts, self.restarts = config, max_restarts, 0
+        self._actor = ray.remote(num_cpus=1)(SelfPlayWorker)
+        self.actors = [self._start(k) for k in range(config.workers)]
+
+    def _start(self, index: int):
+        return self._actor.remote(dataclasses.asdict(self.config), index)
+
+    def play(self, net, starts, rng: np.random.Generator) -> tuple[Samples, list]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        weights = ray.put({k: v.cpu() for k, v in net.state_dict().items()})
+        shares = [share for share in np.array_split(np.arange(len(starts)), len(self.actors)) if len(share)]
+        # seeds are drawn for every share before any is played: a restart does not change the run's rng
+        jobs = {k: ([starts[i].fen() for i in share], int(rng.integers(2**31))) for k, share in enumerate(shares)}
+        results, failures = {}, 0
+        while jobs:
+            futures = {k: self.actors[k].play.remote(weights, fens, seed) for k, (fens, seed) in jobs.items()}
+            for k, future in futures.items():
+                try:
+                    results[k] = ray.get(future)
+                    del jobs[k]
+                except RayActorError as exc:  # the actor died or its node was lost
+                    failures += 1
+                    if failures > self.max_restarts:
+                        raise RuntimeError(f"{failures} self-play actor failures in one iteration, more than "
+                                           f"max_restarts={self.max_restarts}: giving up (last: "
+                                           f"{type(exc).__name__})") from exc
+                    self.actors[k] = self._start(k)
+                    self.restarts += 1
+        samples = Samples.concatenate([results[k][0] for k in sorted(results)])
+        records = [r for k in sorted(results) for r in results[k][1]]
+        return samples, records
+
+    def stop(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            ray.kill(actor)
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero") -> str:

@@ -1,19 +1,16 @@
-"""What the RLlib and stable-baselines3 runs share: settings, opponents, evaluation, checkpoints, metrics.
+"""What the RLlib and stable-baselines3 runs share: settings, opponents, evaluation, the training loop.
 
-A run directory holds ``checkpoint/`` (the backend's own checkpoint plus
-``state.json``: settings, iteration, env steps, wall-clock and every metrics
-row), ``agent/`` (the policy as a :class:`~agents.ppo.agent.PPOAgent`) and
-``metrics.csv``. A checkpoint is written to ``checkpoint.new/`` and swapped in
-by renames, so an interrupted run resumes from its last whole iteration.
+A run directory is :mod:`agents.runs`'s (``checkpoint/``, ``metrics.csv``,
+``tensorboard/``) plus ``agent/``, the policy as a
+:class:`~agents.ppo.agent.PPOAgent`. The checkpoint holds the backend's
+weights, optimizer state and counters as tensors (no library pickles), so a
+resumed run loads data only.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import os
-import shutil
 import time
 
 import numpy as np
@@ -21,11 +18,10 @@ import numpy as np
 from agents.evaluation import versus_random
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
+from agents.runs import Run, RunState
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
 
-CHECKPOINT = "checkpoint"
-STATE = "state.json"
 AGENT = "agent"
 
 
@@ -166,105 +162,36 @@ def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, color
     return row
 
 
-# -- run directories --------------------------------------------------------------------------
+# -- the training loop both backends share ------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class RunState:
-    """Progress of a run, saved with each checkpoint."""
+class Backend:
+    """One PPO library inside :func:`train_loop` (``rllib_train.RLlibBackend``, ``sb3_train.SB3Backend``)."""
 
-    settings: dict
-    backend: str
-    iteration: int = 0
-    env_steps: int = 0
-    elapsed_s: float = 0.0
-    metrics: list = dataclasses.field(default_factory=list)
+    kind = "backend"  # the run kind in the checkpoint: "rllib" or "sb3"
 
+    def iterate(self) -> dict:
+        """One PPO iteration (``train_batch`` env steps, then the update); its row, with ``iteration_env_steps``."""
+        raise NotImplementedError
 
-def checkpoint_dir(run_dir: str) -> str | None:
-    """The run's last whole checkpoint (or ``None``), recovering from a swap cut short by a crash."""
-    path = os.path.join(run_dir, CHECKPOINT)
-    if os.path.exists(os.path.join(path, STATE)):
-        return path
-    old = path + ".old"
-    if os.path.exists(os.path.join(old, STATE)):
-        return old
-    return None
+    def policy_net(self) -> PPONet:
+        """A plain-torch copy of the current policy."""
+        raise NotImplementedError
 
+    def initialize(self, state_dict: dict) -> None:
+        """Start from these :class:`PPONet` weights (``init_from``)."""
+        raise NotImplementedError
 
-def save_checkpoint(run_dir: str, state: RunState, write_backend) -> str:
-    """Write ``write_backend(directory)`` and ``state.json`` to a new directory, then swap it in."""
-    path = os.path.join(run_dir, CHECKPOINT)
-    new, old = path + ".new", path + ".old"
-    shutil.rmtree(new, ignore_errors=True)
-    os.makedirs(new)
-    write_backend(new)
-    with open(os.path.join(new, STATE), "w") as f:
-        json.dump(dataclasses.asdict(state), f, indent=1, default=float)
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(path):
-        os.replace(path, old)
-    os.replace(new, path)
-    shutil.rmtree(old, ignore_errors=True)
-    return path
+    def state(self) -> dict:
+        """Everything a resume needs (weights, optimizer, counters): tensors and plain data only."""
+        raise NotImplementedError
 
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state`'s output."""
+        raise NotImplementedError
 
-def load_state(checkpoint: str) -> RunState:
-    file = os.path.join(checkpoint, STATE)
-    try:
-        with open(file) as f:
-            return RunState(**json.load(f))
-    except (OSError, ValueError, TypeError) as exc:
-        raise ValueError(f"corrupt run state {file}: {exc}") from None
-
-
-def start_or_resume(run_dir: str, settings: PPOSettings, backend: str, resume: bool) -> tuple[RunState, str | None]:
-    """A fresh :class:`RunState`, or the saved one with its checkpoint when resuming.
-
-    Refuses to overwrite a run without ``resume`` and to resume with other settings.
-    """
-    os.makedirs(run_dir, exist_ok=True)
-    found = checkpoint_dir(run_dir)
-    if found is None:
-        return RunState(dataclasses.asdict(settings), backend), None
-    if not resume:
-        raise ValueError(f"{run_dir} already holds a run: pass resume=True (--resume) to continue it, "
-                         "or use another directory")
-    state = load_state(found)
-    if state.backend != backend:
-        raise ValueError(f"{run_dir} is a {state.backend} run; cannot resume it with {backend}")
-    if state.settings != dataclasses.asdict(settings):
-        diff = {k: (v, state.settings.get(k)) for k, v in dataclasses.asdict(settings).items()
-                if state.settings.get(k) != v}
-        raise ValueError(f"{run_dir} was run with other settings; resume with the same ones "
-                         f"(now vs saved: {diff})")
-    return state, found
-
-
-def write_csv(path: str, rows: list[dict]) -> None:
-    """Rewrite a CSV file from all rows, atomically (a resumed run never duplicates rows)."""
-    if not rows:
-        return
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    with open(path + ".tmp", "w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=keys)
-        out.writeheader()
-        out.writerows(rows)
-    os.replace(path + ".tmp", path)
-
-
-def write_json(path: str, data) -> None:
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1, default=float)
-    os.replace(path + ".tmp", path)
-
-
-def read_json(path: str):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
+    def close(self) -> None:
+        """Release the library's resources."""
 
 
 class Budget:
@@ -275,50 +202,85 @@ class Budget:
             raise ValueError("give a budget: env_steps and/or minutes")
         self.env_steps, self.minutes = env_steps, minutes
 
-    def spent(self, state: RunState) -> bool:
-        return ((self.env_steps is not None and state.env_steps >= self.env_steps)
-                or (self.minutes is not None and state.elapsed_s >= 60 * self.minutes))
+    def spent(self, env_steps: int, elapsed_s: float) -> bool:
+        return ((self.env_steps is not None and env_steps >= self.env_steps)
+                or (self.minutes is not None and elapsed_s >= 60 * self.minutes))
 
 
-class Progress:
-    """A progress bar over the budget: env steps, else seconds (tqdm when installed, plain lines otherwise)."""
+def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env_steps: int | None = None,
+               minutes: float | None = None, eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000,
+               resume: bool = False, verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
+    """Train (or resume) a single-agent PPO run until the budget is spent; returns the final :class:`RunState`.
 
-    def __init__(self, desc: str, budget: Budget, state: RunState, verbose: bool = True):
-        self.desc, self.budget, self.bar, self.verbose = desc, budget, None, verbose
-        self.by_steps = budget.env_steps is not None
-        if not verbose:
-            return
-        try:
-            from tqdm import tqdm
+    ``make_backend(settings)`` builds the library's :class:`Backend`. After every iteration the
+    deterministic policy plays ``eval_games`` games per colour against the random player (every
+    ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv``
+    and TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
+    """
+    budget = Budget(env_steps, minutes)
+    run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
+    state, backend = run.state, None
+    if budget.env_steps is not None:
+        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {settings.variant} {settings.agent_color}",
+                                unit="step", done=state.env_steps)
+    else:
+        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {settings.variant}", unit="s",
+                                done=int(state.elapsed_s))
+    try:
+        backend = make_backend(settings)
+        if run.resumed:
+            backend.restore(run.tensors())
+        elif settings.init_from is not None:
+            backend.initialize(initial_weights(settings))
+        while not budget.spent(state.env_steps, run.elapsed()):
+            row = backend.iterate()
+            state.iteration += 1
+            state.env_steps += row["iteration_env_steps"]
+            row = {"iteration": state.iteration, "env_steps": state.env_steps, **row}
+            agent = make_agent(backend.policy_net(), settings, kind)
+            last = budget.spent(state.env_steps, run.elapsed())
+            if eval_games and (state.iteration % eval_every == 0 or last):
+                t = time.perf_counter()
+                row.update(evaluate(agent, settings, eval_games, eval_seed))
+                row["eval_s"] = time.perf_counter() - t
+            t = time.perf_counter()
+            run.save(row, backend.state())
+            agent.save(os.path.join(run_dir, AGENT))
+            row["checkpoint_s"] = time.perf_counter() - t  # in the files from the next checkpoint on
+            if on_iteration is not None:
+                on_iteration(row)
+            progress.update(state.env_steps if budget.env_steps is not None else int(state.elapsed_s), _summary(row))
+    finally:
+        progress.close()
+        run.close()
+        if backend is not None:
+            backend.close()
+    return state
 
-            total = budget.env_steps if self.by_steps else int(60 * budget.minutes)
-            self.bar = tqdm(total=total, desc=desc, initial=min(self._done(state), total),
-                            unit="step" if self.by_steps else "s", unit_scale=self.by_steps, dynamic_ncols=True)
-        except ImportError:
-            pass
 
-    def _done(self, state: RunState) -> int:
-        return state.env_steps if self.by_steps else int(state.elapsed_s)
-
-    def update(self, state: RunState, info: str) -> None:
-        if not self.verbose:
-            return
-        if self.bar is None:
-            print(f"{self.desc} it {state.iteration}, {state.env_steps:,} steps: {info}", flush=True)
-            return
-        self.bar.set_postfix_str(info, refresh=False)
-        self.bar.update(min(self._done(state), self.bar.total) - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+def _summary(row: dict) -> str:
+    rates = [f"win {k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
+    return ", ".join([f"return {row['episode_return_mean']:.3f}", *rates,
+                      f"{row['sample_steps_per_s']:.0f} steps/s sampling"])
 
 
-class Stopwatch:
-    """Wall-clock of a run that continues across resumes."""
+def numpy_to_torch(tree):
+    """Numpy arrays in a nested dict/list as torch tensors (for ``torch.save`` with ``weights_only`` loading)."""
+    import torch
 
-    def __init__(self, already: float):
-        self.start = time.perf_counter() - already
+    if isinstance(tree, dict):
+        return {k: numpy_to_torch(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(numpy_to_torch(v) for v in tree)
+    return torch.from_numpy(np.ascontiguousarray(tree)) if isinstance(tree, np.ndarray) else tree
 
-    def __call__(self) -> float:
-        return time.perf_counter() - self.start
+
+def torch_to_numpy(tree):
+    """The inverse of :func:`numpy_to_torch`."""
+    import torch
+
+    if isinstance(tree, dict):
+        return {k: torch_to_numpy(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(torch_to_numpy(v) for v in tree)
+    return tree.numpy() if isinstance(tree, torch.Tensor) else tree

@@ -31,22 +31,16 @@ import torch
 from agents.ppo.agent import PPOAgent
 from agents.ppo.common import (
     AGENT,
-    Budget,
+    Backend,
     PPOSettings,
-    Progress,
-    RunState,
-    Stopwatch,
     evaluate,
-    initial_weights,
-    make_agent,
     make_opponent,
     net_from_weights,
-    read_json,
-    save_checkpoint,
-    start_or_resume,
-    write_csv,
-    write_json,
+    numpy_to_torch,
+    torch_to_numpy,
+    train_loop,
 )
+from agents.runs import RunState, read_json, write_csv, write_json
 
 SINGLE_ENV = "minichess-single"  # names under which the env creators are registered with Ray Tune
 AEC_ENV = "minichess-aec"
@@ -267,65 +261,49 @@ def iteration_row(result: dict, sample_s: float, module_id: str = DEFAULT_MODULE
     }
 
 
+class RLlibBackend(Backend):
+    """RLlib's PPO ``Algorithm`` in :func:`~agents.ppo.common.train_loop`; its checkpoint is the learner's
+    state (module weights, optimizer) as tensors, not RLlib's pickled checkpoint."""
+
+    kind = "rllib"
+
+    def __init__(self, settings: PPOSettings):
+        self.settings = settings
+        self.algo = build(settings)
+
+    def iterate(self) -> dict:
+        sampled_before = sampling_totals(self.algo)[0]
+        result = self.algo.train()
+        return iteration_row(result, sampling_totals(self.algo)[0] - sampled_before)
+
+    def policy_net(self):
+        return policy_net(self.algo, self.settings)
+
+    def initialize(self, state_dict: dict) -> None:
+        set_policy_weights(self.algo, state_dict)
+
+    def state(self) -> dict:
+        learner = self.algo.learner_group.get_state(not_components=["learner/metrics_logger"])
+        return {"learner_group": numpy_to_torch(learner)}
+
+    def restore(self, state: dict) -> None:
+        self.algo.learner_group.set_state(torch_to_numpy(state["learner_group"]))
+        self.algo.env_runner_group.sync_weights(from_worker_or_learner_group=self.algo.learner_group,
+                                                inference_only=True)
+
+    def close(self) -> None:
+        self.algo.stop()
+
+
 def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
           eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
           verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
-    """Train (or resume) a single-agent PPO run until the budget is spent; returns the final state.
+    """Train (or resume) a single-agent PPO run in RLlib until the budget is spent; returns the final state.
 
-    After every iteration: the deterministic policy plays ``eval_games`` games
-    per colour against the random player (every ``eval_every`` iterations), and
-    the checkpoint, ``agent/`` and ``metrics.csv`` are rewritten.
+    See :func:`~agents.ppo.common.train_loop` (the loop, evaluation and files, shared with SB3).
     """
-    budget = Budget(env_steps, minutes)
-    state, found = start_or_resume(run_dir, settings, "rllib", resume)
-    algo = build(settings)
-    try:
-        if found is None and settings.init_from is not None:
-            set_policy_weights(algo, initial_weights(settings))
-        if found is not None:
-            algo.restore_from_path(os.path.abspath(os.path.join(found, "rllib")))
-            if verbose:
-                print(f"resuming {run_dir} after iteration {state.iteration} ({state.env_steps:,} env steps)",
-                      flush=True)
-        clock = Stopwatch(state.elapsed_s)
-        progress = Progress(desc or f"rllib ppo {settings.variant} {settings.agent_color}", budget, state, verbose)
-        try:
-            while not budget.spent(state):
-                sampled_before = sampling_totals(algo)[0]
-                result = algo.train()
-                row = iteration_row(result, sampling_totals(algo)[0] - sampled_before)
-                state.iteration += 1
-                state.env_steps += row["iteration_env_steps"]
-                row = {"iteration": state.iteration, "env_steps": state.env_steps, **row}
-                agent = make_agent(policy_net(algo, settings), settings, "rllib")
-                last = budget.spent(dataclasses.replace(state, elapsed_s=clock()))
-                if eval_games and (state.iteration % eval_every == 0 or last):
-                    t = time.perf_counter()
-                    row.update(evaluate(agent, settings, eval_games, eval_seed))
-                    row["eval_s"] = time.perf_counter() - t
-                t = time.perf_counter()
-                state.elapsed_s = clock()
-                row["elapsed_s"] = state.elapsed_s
-                state.metrics.append(row)
-                # RLlib takes URIs: a relative path would read as one with an empty scheme
-                save_checkpoint(run_dir, state, lambda d: algo.save_to_path(os.path.abspath(os.path.join(d, "rllib"))))
-                agent.save(os.path.join(run_dir, AGENT))
-                row["checkpoint_s"] = time.perf_counter() - t  # saved from the next checkpoint on
-                write_csv(os.path.join(run_dir, "metrics.csv"), state.metrics)
-                if on_iteration is not None:
-                    on_iteration(row)
-                progress.update(state, _summary(row))
-        finally:
-            progress.close()
-    finally:
-        algo.stop()
-    return state
-
-
-def _summary(row: dict) -> str:
-    rates = [f"{k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
-    return ", ".join([f"return {row['episode_return_mean']:.3f}"] + [f"win {r}" for r in rates]
-                     + [f"{row['sample_steps_per_s']:.0f} steps/s sampling"])
+    return train_loop(settings, run_dir, RLlibBackend, "rllib", env_steps, minutes, eval_games, eval_every,
+                      eval_seed, resume, verbose, desc, on_iteration)
 
 
 def train_multi_agent(settings: PPOSettings, iterations: int, train_players: tuple[str, ...] = PLAYERS,

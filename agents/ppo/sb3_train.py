@@ -8,7 +8,8 @@
   the RLlib module uses; its weights are exported as a plain
   :class:`~agents.ppo.agent.PPOAgent`, so SB3 is not needed to play.
   MaskablePPO masks illegal logits itself (to -1e8), so they are never sampled.
-* :func:`train` has the RLlib loop's contract: settings, budget, evaluation,
+* :class:`SB3Backend` runs it in the loop the RLlib backend uses
+  (:func:`~agents.ppo.common.train_loop`): settings, budget, evaluation,
   checkpoints each iteration, ``resume``.
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import time
 
 import numpy as np
@@ -28,25 +28,10 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from agents.ppo.common import (
-    AGENT,
-    Budget,
-    PPOSettings,
-    Progress,
-    RunState,
-    Stopwatch,
-    evaluate,
-    initial_weights,
-    make_agent,
-    make_opponent,
-    save_checkpoint,
-    start_or_resume,
-    write_csv,
-)
+from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
 from agents.ppo.network import PPONet, PPONetConfig
+from agents.runs import RunState
 from minichess_envs.vector import MiniChessVectorEnv
-
-MODEL = "model.zip"
 
 
 class SB3VecEnv(VecEnv):
@@ -210,69 +195,62 @@ def policy_net(model: MaskablePPO) -> PPONet:
     return copy.deepcopy(model.policy.net).eval()
 
 
+class SB3Backend(Backend):
+    """MaskablePPO in :func:`~agents.ppo.common.train_loop`; its checkpoint is the policy's and the
+    optimizer's state dicts and SB3's counters as tensors and numbers, not SB3's pickled ``model.zip``."""
+
+    kind = "sb3"
+
+    def __init__(self, settings: PPOSettings):
+        torch.set_num_threads(settings.threads)
+        self.settings = settings
+        self.env = make_vec_env(settings)
+        self.model = make_model(settings, self.env)
+
+    def iterate(self) -> dict:
+        model, timer = self.model, _RolloutTimer()
+        t = time.perf_counter()
+        before = model.num_timesteps
+        model.learn(total_timesteps=self.settings.train_batch, reset_num_timesteps=False, callback=timer,
+                    progress_bar=False)
+        iteration_s = time.perf_counter() - t
+        steps = model.num_timesteps - before
+        logs = model.logger.name_to_value
+        return {
+            "iteration_env_steps": steps, "episodes": timer.episodes,
+            "episode_return_mean": float(np.mean(timer.returns)) if timer.returns else float("nan"),
+            "episode_len_mean": float(np.mean(timer.lengths)) if timer.lengths else float("nan"),
+            "iteration_s": iteration_s, "sample_s": timer.sample_s, "learn_s": iteration_s - timer.sample_s,
+            "sample_steps_per_s": steps / max(timer.sample_s, 1e-9),
+            "policy_loss": float(logs.get("train/policy_gradient_loss", float("nan"))),
+            "vf_loss": float(logs.get("train/value_loss", float("nan"))),
+            "entropy": -float(logs.get("train/entropy_loss", float("nan"))),
+            "kl": float(logs.get("train/approx_kl", float("nan"))),
+            "vf_explained_var": float(logs.get("train/explained_variance", float("nan"))),
+        }
+
+    def policy_net(self) -> PPONet:
+        return policy_net(self.model)
+
+    def initialize(self, state_dict: dict) -> None:
+        self.model.policy.net.load_state_dict(state_dict)
+
+    def state(self) -> dict:
+        return {"parameters": self.model.get_parameters(), "num_timesteps": self.model.num_timesteps,
+                "n_updates": self.model._n_updates}
+
+    def restore(self, state: dict) -> None:
+        self.model.set_parameters(state["parameters"], exact_match=True, device="cpu")
+        self.model.num_timesteps = int(state["num_timesteps"])
+        self.model._n_updates = int(state["n_updates"])
+
+    def close(self) -> None:
+        self.env.close()
+
+
 def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
           eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
           verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
     """Train (or resume) MaskablePPO until the budget is spent; same contract as ``rllib_train.train``."""
-    budget = Budget(env_steps, minutes)
-    state, found = start_or_resume(run_dir, settings, "sb3", resume)
-    torch.set_num_threads(settings.threads)
-    env = make_vec_env(settings)
-    if found is not None:
-        model = MaskablePPO.load(os.path.join(found, MODEL), env=env, device="cpu")
-        if verbose:
-            print(f"resuming {run_dir} after iteration {state.iteration} ({state.env_steps:,} env steps)", flush=True)
-    else:
-        model = make_model(settings, env)
-        weights = initial_weights(settings)
-        if weights is not None:
-            model.policy.net.load_state_dict(weights)
-    clock = Stopwatch(state.elapsed_s)
-    progress = Progress(desc or f"sb3 ppo {settings.variant} {settings.agent_color}", budget, state, verbose)
-    try:
-        while not budget.spent(state):
-            timer = _RolloutTimer()
-            t = time.perf_counter()
-            before = model.num_timesteps
-            model.learn(total_timesteps=settings.train_batch, reset_num_timesteps=False, callback=timer,
-                        progress_bar=False)
-            iteration_s = time.perf_counter() - t
-            steps = model.num_timesteps - before
-            state.iteration += 1
-            state.env_steps += steps
-            logs = model.logger.name_to_value
-            row = {
-                "iteration": state.iteration, "env_steps": state.env_steps, "iteration_env_steps": steps,
-                "episodes": timer.episodes,
-                "episode_return_mean": float(np.mean(timer.returns)) if timer.returns else float("nan"),
-                "episode_len_mean": float(np.mean(timer.lengths)) if timer.lengths else float("nan"),
-                "iteration_s": iteration_s, "sample_s": timer.sample_s, "learn_s": iteration_s - timer.sample_s,
-                "sample_steps_per_s": steps / max(timer.sample_s, 1e-9),
-                "policy_loss": float(logs.get("train/policy_gradient_loss", float("nan"))),
-                "vf_loss": float(logs.get("train/value_loss", float("nan"))),
-                "entropy": -float(logs.get("train/entropy_loss", float("nan"))),
-                "kl": float(logs.get("train/approx_kl", float("nan"))),
-                "vf_explained_var": float(logs.get("train/explained_variance", float("nan"))),
-            }
-            agent = make_agent(policy_net(model), settings, "sb3")
-            last = budget.spent(dataclasses.replace(state, elapsed_s=clock()))
-            if eval_games and (state.iteration % eval_every == 0 or last):
-                t = time.perf_counter()
-                row.update(evaluate(agent, settings, eval_games, eval_seed))
-                row["eval_s"] = time.perf_counter() - t
-            state.elapsed_s = clock()
-            row["elapsed_s"] = state.elapsed_s
-            state.metrics.append(row)
-            save_checkpoint(run_dir, state, lambda d: model.save(os.path.join(d, MODEL)))
-            agent.save(os.path.join(run_dir, AGENT))
-            write_csv(os.path.join(run_dir, "metrics.csv"), state.metrics)
-            if on_iteration is not None:
-                on_iteration(row)
-            progress.update(state, ", ".join(
-                [f"return {row['episode_return_mean']:.3f}"]
-                + [f"win {k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
-                + [f"{row['sample_steps_per_s']:.0f} steps/s sampling"]))
-    finally:
-        progress.close()
-        env.close()
-    return state
+    return train_loop(settings, run_dir, SB3Backend, "sb3", env_steps, minutes, eval_games, eval_every,
+                      eval_seed, resume, verbose, desc, on_iteration)

@@ -1,0 +1,361 @@
+"""One run machinery for every training loop: run directory, checkpoints, resume, metrics, progress, machine.
+
+A run directory holds::
+
+    checkpoint/     state.json (kind, settings, counters, every metrics row), tensors.pt (the loop's
+                    torch and numpy state, read with weights_only=True), any files the loop adds,
+                    and SHA256SUMS over all of them
+    metrics.csv     one row per iteration, rewritten whole (a resumed run never duplicates a row)
+    tensorboard/    the same rows as TensorBoard scalars, step = iteration (when tensorboard is installed)
+
+A training loop uses it like this::
+
+    run = Run(run_dir, settings, "alphazero", resume=resume)      # refuses other settings on resume
+    if run.resumed:
+        restore(run.tensors())                                     # checksummed, tensors and plain data only
+    progress = run.progress(total=iterations, desc="alphazero 3x3")
+    for iteration in range(run.state.iteration + 1, iterations + 1):
+        row = ...                                                  # this iteration's numbers
+        run.state.iteration = iteration
+        run.save(row, tensors={"model": net.state_dict(), ...})   # metrics + TensorBoard + checkpoint + CSV
+        progress.update(iteration, "loss 0.42")
+    progress.close(); run.close()
+
+A checkpoint is written to ``checkpoint.new/`` and swapped in by renames, so a
+kill at any moment leaves the last whole checkpoint (``checkpoint/``, or
+``checkpoint.old/`` after a kill between the two renames). The TensorBoard
+point of an iteration is written before its checkpoint and a resumed run
+purges TensorBoard points after its checkpoint, so a kill anywhere in between
+neither loses nor duplicates a point. :func:`machine` and :func:`machine_text`
+say what a report's timings were measured on.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import time
+from typing import Any, Callable
+
+from agents.checksums import SUMS, read_checksums, verify_checksum, write_checksums
+
+CHECKPOINT = "checkpoint"
+STATE = "state.json"
+TENSORS = "tensors.pt"
+METRICS = "metrics.csv"
+TENSORBOARD = "tensorboard"
+
+
+@dataclasses.dataclass
+class RunState:
+    """A run's progress, saved in ``checkpoint/state.json`` (plain JSON)."""
+
+    kind: str  # which loop wrote it ("alphazero", "rllib", "sb3", ...)
+    settings: dict
+    iteration: int = 0
+    env_steps: int = 0
+    elapsed_s: float = 0.0  # wall-clock across resumes
+    metrics: list = dataclasses.field(default_factory=list)
+
+
+def settings_dict(settings) -> dict:
+    """A settings dataclass (or dict) as the plain dict JSON gives back (tuples become lists)."""
+    d = dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings)
+    return json.loads(json.dumps(d, default=float))
+
+
+def checkpoint_dir(run_dir: str) -> str | None:
+    """The run's last whole checkpoint directory, or ``None`` (also after a swap cut short by a kill)."""
+    for name in (CHECKPOINT, CHECKPOINT + ".old"):
+        path = os.path.join(run_dir, name)
+        if os.path.exists(os.path.join(path, STATE)):
+            return path
+    return None
+
+
+def read_state(checkpoint: str) -> RunState:
+    """The checkpoint's :class:`RunState`, after checking every file against SHA256SUMS.
+
+    ``ValueError`` naming the file when one is missing, corrupt or not a run state.
+    """
+    sums = read_checksums(checkpoint)
+    if STATE not in sums:
+        raise ValueError(f"corrupt checkpoint {checkpoint}: {SUMS} is missing or does not list {STATE}")
+    for name in sums:
+        try:
+            verify_checksum(checkpoint, name)
+        except ValueError as exc:
+            raise ValueError(f"corrupt checkpoint: {exc}") from None
+    file = os.path.join(checkpoint, STATE)
+    try:
+        with open(file, encoding="utf-8") as f:
+            state = RunState(**json.load(f))
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"corrupt checkpoint {file}: {type(exc).__name__}: {exc}") from None
+    return state
+
+
+def load_tensors(checkpoint: str) -> dict:
+    """The checkpoint's ``tensors.pt``: tensors and plain data only (``torch.load(weights_only=True)``)."""
+    import torch
+
+    file = os.path.join(checkpoint, TENSORS)
+    try:
+        verify_checksum(checkpoint, TENSORS)
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a missing, corrupt or foreign file raises many kinds of errors
+        message = str(exc) if file in str(exc) else f"{file}: {type(exc).__name__}: {exc}"
+        raise ValueError(f"corrupt checkpoint {message}") from None
+
+
+def save_checkpoint(run_dir: str, state: RunState, tensors: dict | None = None,
+                    write_files: Callable[[str], None] | None = None) -> str:
+    """Write ``state.json``, ``tensors.pt`` (if given), ``write_files(directory)``'s files and SHA256SUMS
+    to ``checkpoint.new/``, then swap it in by renames; returns the checkpoint's path."""
+    path = os.path.join(run_dir, CHECKPOINT)
+    new, old = path + ".new", path + ".old"
+    shutil.rmtree(new, ignore_errors=True)
+    os.makedirs(new)
+    if tensors is not None:
+        import torch
+
+        torch.save(tensors, os.path.join(new, TENSORS))
+    if write_files is not None:
+        write_files(new)
+    with open(os.path.join(new, STATE), "w", encoding="utf-8") as f:
+        json.dump(dataclasses.asdict(state), f, indent=1, default=float)
+    files = sorted(os.path.relpath(os.path.join(root, name), new)
+                   for root, _, names in os.walk(new) for name in names)
+    write_checksums(new, files)
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(path):
+        os.replace(path, old)
+    os.replace(new, path)
+    shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def remove_stale_files(run_dir: str) -> list[str]:
+    """Delete what a killed run leaves behind: ``*.tmp`` files and a half-written ``checkpoint.new/``;
+    also ``checkpoint.old/`` when ``checkpoint/`` is whole. Returns the removed paths."""
+    removed = []
+    for name in sorted(os.listdir(run_dir)):
+        path = os.path.join(run_dir, name)
+        stale = (name.endswith(".tmp") and os.path.isfile(path)) or name == CHECKPOINT + ".new" or (
+            name == CHECKPOINT + ".old" and os.path.exists(os.path.join(run_dir, CHECKPOINT, STATE)))
+        if stale:
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            removed.append(path)
+    return removed
+
+
+class Run:
+    """A training run in ``run_dir``: a new one, or (``resume=True``) the one saved there.
+
+    Refuses to start over a saved run without ``resume``, and to resume one of another
+    ``kind`` or with other settings (keys in ``may_differ`` may change: budgets, worker
+    counts). :attr:`state` holds the counters and metrics rows; :meth:`save` records an
+    iteration. Close it (or use ``with``) to flush TensorBoard.
+    """
+
+    def __init__(self, run_dir: str, settings, kind: str, *, resume: bool = False,
+                 may_differ: tuple[str, ...] = (), verbose: bool = True):
+        self.run_dir = run_dir
+        os.makedirs(run_dir, exist_ok=True)
+        remove_stale_files(run_dir)
+        settings = settings_dict(settings)
+        self.checkpoint = checkpoint_dir(run_dir)
+        if self.checkpoint is None and os.path.exists(os.path.join(run_dir, "checkpoint.pt")):
+            raise ValueError(f"{run_dir} holds a checkpoint.pt from an older version, which cannot be loaded "
+                             "safely; start a new run directory")
+        if self.checkpoint is None:
+            self.state = RunState(kind, settings)
+        elif not resume:
+            raise ValueError(f"{run_dir} already holds a run: pass resume=True (--resume) to continue it, "
+                             "or use another directory")
+        else:
+            self.state = read_state(self.checkpoint)
+            if self.state.kind != kind:
+                raise ValueError(f"{run_dir} is a {self.state.kind} run; cannot resume it as {kind}")
+            diff = {k: (settings.get(k), self.state.settings.get(k)) for k in set(settings) | set(self.state.settings)
+                    if k not in may_differ and settings.get(k) != self.state.settings.get(k)}
+            if diff:
+                listed = ", ".join(f"{k}: {now!r} now, {saved!r} saved" for k, (now, saved) in sorted(diff.items()))
+                raise ValueError(f"{run_dir} was run with other settings; resume with the same ones or start a new "
+                                 f"run directory ({listed})")
+            self.state.settings = settings
+            write_csv(os.path.join(run_dir, METRICS), self.state.metrics)  # in case a kill came before it
+            if verbose:
+                print(f"resuming {run_dir} after iteration {self.state.iteration}"
+                      + (f" ({self.state.env_steps:,} env steps)" if self.state.env_steps else ""), flush=True)
+        self.resumed = self.checkpoint is not None
+        self._started = time.perf_counter() - self.state.elapsed_s
+        self.verbose = verbose
+        self.writer = _tensorboard(os.path.join(run_dir, TENSORBOARD),
+                                   purge_step=self.state.iteration + 1 if self.resumed else None)
+
+    def tensors(self) -> dict:
+        """``tensors.pt`` of the checkpoint resumed from (checksummed; tensors and plain data only)."""
+        if self.checkpoint is None:
+            raise ValueError(f"{self.run_dir} has no checkpoint to load")
+        return load_tensors(self.checkpoint)
+
+    def elapsed(self) -> float:
+        """Wall-clock seconds of the run, across resumes."""
+        return time.perf_counter() - self._started
+
+    def save(self, row: dict, tensors: dict | None = None, write_files: Callable[[str], None] | None = None) -> None:
+        """Record one iteration: ``row`` (its numbers; ``iteration``, ``env_steps`` and ``elapsed_s`` are
+        filled in from :attr:`state`) to TensorBoard, then the checkpoint, then ``metrics.csv``."""
+        state = self.state
+        state.elapsed_s = self.elapsed()
+        row.setdefault("iteration", state.iteration)
+        row.setdefault("elapsed_s", state.elapsed_s)
+        state.metrics.append(row)
+        if self.writer is not None:
+            for key, value in row.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":
+                    self.writer.add_scalar(key, value, state.iteration)
+            self.writer.flush()
+        save_checkpoint(self.run_dir, state, tensors, write_files)
+        self.checkpoint = os.path.join(self.run_dir, CHECKPOINT)
+        write_csv(os.path.join(self.run_dir, METRICS), state.metrics)
+
+    def progress(self, total: int, desc: str, unit: str = "it", done: int | None = None) -> Progress:
+        """A progress bar from ``done`` (default: the iterations already run) to ``total``."""
+        return Progress(total, desc, self.state.iteration if done is None else done, unit, self.verbose)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _tensorboard(log_dir: str, purge_step: int | None):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is optional: metrics.csv has everything
+        return None
+    return SummaryWriter(log_dir, purge_step=purge_step)
+
+
+class Progress:
+    """A progress bar: tqdm when installed, else a plain line per update; silent unless ``verbose``."""
+
+    def __init__(self, total: int, desc: str, done: int = 0, unit: str = "it", verbose: bool = True):
+        self.total, self.desc, self.done, self.verbose, self.bar = total, desc, done, verbose, None
+        if not verbose:
+            return
+        try:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, initial=min(done, total), unit=unit,
+                            unit_scale=unit not in ("it", "s", "game", "position"), dynamic_ncols=True)
+        except ImportError:
+            pass
+
+    def update(self, done: int, info: str = "") -> None:
+        """Move to ``done`` of ``total``, showing ``info``."""
+        self.done = done
+        if not self.verbose:
+            return
+        if self.bar is None:
+            print(f"{self.desc} {done:,}/{self.total:,}" + (f": {info}" if info else ""), flush=True)
+            return
+        if info:
+            self.bar.set_postfix_str(info, refresh=False)
+        self.bar.update(min(done, self.total) - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    """Rewrite a CSV file from all rows, atomically (columns: every key, in order of appearance)."""
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    with open(path + ".tmp", "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=keys)
+        out.writeheader()
+        out.writerows(rows)
+    os.replace(path + ".tmp", path)
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write JSON atomically (numpy numbers as floats)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1, default=float)
+    os.replace(path + ".tmp", path)
+
+
+def read_json(path: str) -> Any:
+    """JSON from ``path``; ``ValueError`` naming the file if it is missing or corrupt."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+
+
+# -- what the numbers were measured on -----------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine() -> dict:
+    """The machine now: CPU model, cores, torch threads (if torch is loaded) and the load average."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        load = list(os.getloadavg())
+    except OSError:  # not on every platform
+        load = None
+    return {"cpu": cpu_model(), "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads() if torch is not None else None, "load_average": load}
+
+
+def machine_text(start: dict, end: dict | None = None) -> str:
+    """One sentence for a report: what the timings were measured on, with the load at start and end."""
+    end = end or machine()
+
+    def load(m):
+        return "unknown" if m["load_average"] is None else " / ".join(f"{x:.2f}" for x in m["load_average"])
+
+    threads = end["torch_threads"] if end["torch_threads"] is not None else start["torch_threads"]
+    return (f"Measured on {start['cpu']} ({start['cores']} cores), "
+            + (f"{threads} torch thread{'s' if threads != 1 else ''} in the main process; " if threads else "")
+            + f"load average (1 / 5 / 15 min) {load(start)} at the start and {load(end)} at the end "
+            "(a load above the core count means other work shared the machine).")
