@@ -248,6 +248,7 @@ class Tablebase:
         meta = dict(_meta(self.variant, self.white, self.black), checksum=_checksum(arrays), positions=len(self))
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
+        remove_stale_temporaries(directory)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tablebase-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -384,6 +385,26 @@ def _meta(variant: Variant, white: str, black: str) -> dict:
 
     return {"format": FORMAT_VERSION, "variant": variant.name, "rules": rules_key(variant),
             "white": white, "black": black, "engine": __version__}
+
+
+def remove_stale_temporaries(directory: str, older_than_s: float = 3600.0) -> list[str]:
+    """Delete ``.tablebase-*.tmp`` files a killed save left in ``directory``; returns their paths.
+
+    Only files untouched for ``older_than_s`` seconds: a younger one may be another process's save
+    in progress (a save takes seconds).
+    """
+    removed = []
+    now = time.time()
+    for name in os.listdir(directory):
+        file = os.path.join(directory, name)
+        if name.startswith(".tablebase-") and name.endswith(".tmp"):
+            try:
+                if now - os.path.getmtime(file) > older_than_s:
+                    os.remove(file)
+                    removed.append(file)
+            except OSError:  # gone already, or not ours to remove
+                pass
+    return removed
 
 
 def cache_path(variant: str | Variant, white: str, black: str, cache_dir: str | None = None) -> str:

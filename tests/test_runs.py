@@ -162,3 +162,15 @@ def test_machine_text_states_cpu_threads_and_load():
     assert start["cores"] == os.cpu_count() and start["cpu"]
     text = machine_text(start)
     assert str(os.cpu_count()) in text and "load average" in text and f"{torch.get_num_threads()} torch thread" in text
+
+
+def test_stale_tablebase_temporaries_are_removed(tmp_path):
+    from minichess_envs.tablebase import Tablebase
+
+    stale, fresh = tmp_path / ".tablebase-killed.tmp", tmp_path / ".tablebase-writing.tmp"
+    for file in (stale, fresh):
+        file.write_bytes(b"half a table")
+    os.utime(stale, (0, 1_000_000))  # untouched for decades: left by a killed save
+    Tablebase.build("3x3", white="KQ", black="k").save(str(tmp_path / "small.npz"))
+    assert not stale.exists() and fresh.exists()  # a recent one may be another process's save
+    assert (tmp_path / "small.npz").exists()
