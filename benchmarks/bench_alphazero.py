@@ -26,7 +26,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the experiments run (s
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search  # noqa: E402
 from agents.alphazero.selfplay import play_games  # noqa: E402

@@ -23,7 +23,6 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
 
 from minichess_envs import Position, get_variant  # noqa: E402

@@ -25,7 +25,6 @@ import time
 import gymnasium as gym
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402
 
 import minichess_envs  # noqa: E402,F401  (registers the ids)

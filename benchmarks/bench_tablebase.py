@@ -25,7 +25,6 @@ import numpy as np
 from minichess_envs import get_variant, positions
 from minichess_envs.tablebase import Tablebase, score_agent
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from agents.perfect import PerfectAgent  # noqa: E402
 
 

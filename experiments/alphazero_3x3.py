@@ -3,11 +3,12 @@
     python experiments/alphazero_3x3.py                       # about 8 minutes on 2 CPU cores
     python experiments/alphazero_3x3.py --resume              # continue an interrupted run
     python experiments/alphazero_3x3.py --workers 2           # self-play in Ray actors
+    python -m experiments.alphazero_3x3 --iterations 2        # the same, as a module (from the repository root)
 
 Self-play starts from the two drawn start positions and from random legal
 positions (the curriculum of seed 000); the tablebase is used only to evaluate.
-Writes runs/alphazero_3x3/: report.md, metrics.csv, *.png, checkpoint.pt, and
-agent/ (load it with ``agents.load("runs/alphazero_3x3/agent")``).
+Writes runs/alphazero_3x3/: report.md, metrics.csv, *.png, checkpoint/, tensorboard/,
+and agent/ (load it with ``agents.load("runs/alphazero_3x3/agent")``).
 """
 
 from __future__ import annotations
@@ -18,19 +19,20 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Idle OpenMP threads sleep instead of spinning: with other work on a 2-core machine,
-# spinning threads slowed training 20-50x in our runs.
+# spinning threads slowed training 20-50x in our runs. Set before torch loads OpenMP.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from agents import GreedyAgent, RandomAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.diagnostics import TablebaseEvaluation  # noqa: E402
 from agents.alphazero.mcts import SearchConfig  # noqa: E402
 from agents.alphazero.train import Config, make_net, train, write_agent  # noqa: E402
-from experiments.report import line_plot, markdown_table  # noqa: E402
+from agents.reports import line_plot, markdown_table  # noqa: E402
+from agents.runs import Progress, machine, machine_text  # noqa: E402
 from minichess_envs.positions import START_POSITIONS  # noqa: E402
 from minichess_envs.tablebase import Tablebase, score_agent  # noqa: E402
 
@@ -49,6 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
+    started = machine()
     starts = START_POSITIONS["3x3"]
     config = Config(
         variant="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
@@ -75,18 +78,22 @@ def main(argv=None) -> int:
     agent_path = write_agent(args.out, state, simulations=args.simulations)
     raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
     searching = AlphaZeroAgent.from_checkpoint(state, simulations=args.simulations, name=f"MCTS {args.simulations}")
-    scores = {
-        "raw policy": score_agent(raw, tablebase, encoding=encoding, value_fn=raw.value),
-        f"MCTS {args.simulations}": score_agent(searching, tablebase, encoding=encoding),
-    }
+    players = {"raw policy": (raw, raw.value), f"MCTS {args.simulations}": (searching, None),
+               "baseline: random": (RandomAgent(args.seed), None), "baseline: greedy": (GreedyAgent(args.seed), None)}
+    scores = {}
+    for label, (agent, value_fn) in players.items():
+        with Progress(len(evaluation.rows), f"final evaluation, {label}", unit="position") as bar:
+            scores[label] = score_agent(agent, tablebase, encoding=encoding, value_fn=value_fn,
+                                        progress=lambda done, total, bar=bar: bar.update(done))
     final_seconds = time.perf_counter() - t0
     write_report(args, config, state, scores, train_seconds, final_seconds, time.perf_counter() - start,
-                 agent_path)
+                 agent_path, machine_text(started))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
 
-def write_report(args, config, state, scores, train_seconds, final_seconds, wall_seconds, agent_path) -> None:
+def write_report(args, config, state, scores, train_seconds, final_seconds, wall_seconds, agent_path,
+                 measured_on: str) -> None:
     metrics = state["metrics"]
     out = args.out
     iters = [m["iteration"] for m in metrics]
@@ -120,6 +127,7 @@ def write_report(args, config, state, scores, train_seconds, final_seconds, wall
                             "win->loss", "draw->loss", "value head matches"], rows)
     raw_all = scores["raw policy"].rates()
     mcts_all = scores[f"MCTS {args.simulations}"].rates()
+    random_all, greedy_all = scores["baseline: random"].rates(), scores["baseline: greedy"].rates()
     last = metrics[-1]
     selfplay = sum(m["selfplay_s"] for m in metrics)
     positions = sum(m["samples"] for m in metrics)
@@ -134,14 +142,17 @@ move, 75% of games from random legal positions, 25% from the two drawn starts), 
 |---|---|---|---|
 | raw policy (argmax, no search) | **{raw_all['value_preserving']:.4f}** | {raw_all['dtm_optimal']:.4f} | >= 0.98 |
 | MCTS, {args.simulations} simulations | **{mcts_all['value_preserving']:.4f}** | {mcts_all['dtm_optimal']:.4f} | >= 0.995 |
+| baseline: uniformly random move | {random_all['value_preserving']:.4f} | {random_all['dtm_optimal']:.4f} | |
+| baseline: greedy capture | {greedy_all['value_preserving']:.4f} | {greedy_all['dtm_optimal']:.4f} | |
 
 The search is strong on this small board by itself: at iteration 1, with a barely trained network, MCTS
 already kept the value in {metrics[0]['score_mcts_value_preserving']:.4f} of its sample (the raw policy:
 {metrics[0]['score_policy_value_preserving']:.4f}). The raw policy is the measure of what the network learned.
 
-Time on {os.cpu_count()} CPU cores: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
+Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
 {positions / max(selfplay, 1e-9):,.0f} positions/s), final evaluation {final_seconds / 60:.1f} min, whole run
-{wall_seconds / 60:.1f} min. Seed 000 trained for 22-50 hours and judged four positions.
+{wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on} Seed 000 trained for
+22-50 hours and judged four positions.
 
 ## Against the tablebase, by side to move
 

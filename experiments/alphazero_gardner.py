@@ -3,12 +3,13 @@
     python experiments/alphazero_gardner.py                  # under an hour on 2 CPU cores
     python experiments/alphazero_gardner.py --resume         # continue an interrupted run
     python experiments/alphazero_gardner.py --workers 2      # self-play in Ray actors
+    python -m experiments.alphazero_gardner --iterations 2   # as a module, from the repository root
 
 Every iteration the raw policy (no search) plays a quick match against the
 random player with each colour; at the end the searching agent plays
 ``--final-games`` games with each colour against random (Wilson intervals),
 and shorter matches against minimax and Fairy-Stockfish (if installed).
-Writes runs/alphazero_gardner/: report.md, metrics.csv, *.png, checkpoint.pt, agent/.
+Writes runs/alphazero_gardner/: report.md, metrics.csv, *.png, checkpoint/, tensorboard/, agent/.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Idle OpenMP threads sleep instead of spinning: with other work on a 2-core machine,
-# spinning threads slowed training 20-50x in our runs.
+# spinning threads slowed training 20-50x in our runs. Set before torch loads OpenMP.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
@@ -32,7 +32,8 @@ from agents.alphazero.mcts import SearchConfig  # noqa: E402
 from agents.alphazero.train import Config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
-from experiments.report import line_plot, markdown_table  # noqa: E402
+from agents.reports import baseline_table, baselines, line_plot, markdown_table  # noqa: E402
+from agents.runs import machine, machine_text  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -51,6 +52,7 @@ def main(argv=None) -> int:
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
+    started = machine()
     config = Config(
         variant="gardner", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, temperature_plies=12, ply_limit=120,
@@ -96,13 +98,17 @@ def main(argv=None) -> int:
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
         if hasattr(opponent, "close"):
             opponent.close()
+    print(f"baselines: random and greedy against random, {args.final_games} games per colour ...", flush=True)
+    baseline_rows = baselines("gardner", games=args.final_games, seed=1_000_000)
     final_seconds = time.perf_counter() - t0
-    write_report(args, config, state, vs_random, head_to_head, final_seconds, time.perf_counter() - start, agent_path)
+    write_report(args, config, state, vs_random, head_to_head, baseline_rows, final_seconds,
+                 time.perf_counter() - start, agent_path, machine_text(started))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
 
-def write_report(args, config, state, vs_random, head_to_head, final_seconds, wall_seconds, agent_path) -> None:
+def write_report(args, config, state, vs_random, head_to_head, baseline_rows, final_seconds, wall_seconds, agent_path,
+                 measured_on: str) -> None:
     metrics = state["metrics"]
     out = args.out
     iters = [m["iteration"] for m in metrics]
@@ -138,9 +144,13 @@ network. The agent below searches with {args.simulations} simulations a move.
 | as White, {white.games} games | **{white.score:.3f}** (wins {white.win_rate:.3f}) | >= 0.99 |
 | as Black, {black.games} games | **{black.score:.3f}** (wins {black.win_rate:.3f}) | >= 0.99 |
 
-Time on {os.cpu_count()} CPU cores: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
-{positions:,} positions, {positions / max(selfplay, 1e-9):,.0f} positions/s), final matches {final_seconds / 60:.1f} min,
-whole run {wall_seconds / 60:.1f} min.
+Baselines, same games (seeds 1,000,000 + i) under the same rules:
+
+{baseline_table(baseline_rows)}
+
+Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min, {positions:,} positions,
+{positions / max(selfplay, 1e-9):,.0f} positions/s), final matches {final_seconds / 60:.1f} min, whole run
+{wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on}
 
 ## Matches
 

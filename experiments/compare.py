@@ -2,6 +2,7 @@
 
     python experiments/compare.py                           # 3x3 and gardner
     python experiments/compare.py --variant 3x3 --games 500 --h2h-games 100
+    python -m experiments.compare --variant 3x3                # as a module, from the repository root
 
 For each variant the players are
 
@@ -28,23 +29,19 @@ Writes runs/compare/report.md and compare.csv (and h2h.csv) and prints the table
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import os
-import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
-
-import numpy as np  # noqa: E402
 
 import agents  # noqa: E402
 from agents.arena import game_seed, play_game, tally  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
-from agents.ppo.common import PPOSettings, checkpoint_dir, load_state, write_csv  # noqa: E402
-from experiments.report import markdown_table  # noqa: E402
+from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
+from agents.runs import checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
 
 COLORS = ("white", "black")
 
@@ -95,8 +92,7 @@ def alphazero_players(variant: str, args) -> tuple[list[Player], str | None]:
     searching = AlphaZeroAgent.load(path)
     raw = AlphaZeroAgent.load(path, simulations=0)
     searching.name, raw.name = f"alphazero-mcts{searching.simulations}", "alphazero-raw"
-    steps, seconds = alphazero_cost(run)
-    cores = alphazero_cores(run)
+    steps, seconds, cores = alphazero_cost(run)
     rows = [Player(f"AlphaZero, MCTS {searching.simulations} simulations", searching, "AlphaZero", steps,
                    "self-play positions", seconds, cores, path),
             Player("AlphaZero, raw policy (no search)", raw, "AlphaZero", steps, "self-play positions", seconds, cores,
@@ -104,31 +100,17 @@ def alphazero_players(variant: str, args) -> tuple[list[Player], str | None]:
     return rows, None
 
 
-def alphazero_cost(run: str) -> tuple[int | None, float | None]:
-    """Self-play positions and training seconds (evaluation excluded) from the run's metrics.csv."""
-    file = os.path.join(run, "metrics.csv")
-    if not os.path.exists(file):
-        return None, None
-    with open(file) as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return None, None
-    positions = sum(int(float(r["samples"])) for r in rows)
-    seconds = float(rows[-1]["elapsed_s"]) - sum(float(r.get("eval_s") or 0) for r in rows)
-    return positions, seconds
-
-
-def alphazero_cores(run: str) -> str:
-    """Torch threads and self-play workers, from the settings block of the run's report.md."""
-    try:
-        text = open(os.path.join(run, "report.md")).read()
-    except OSError:
-        return f"{os.cpu_count()}-core machine"
-    found = {k: re.search(rf"^{k} = (\d+)", text, re.M) for k in ("threads", "workers")}
-    threads = found["threads"].group(1) if found["threads"] else "?"
-    workers = found["workers"].group(1) if found["workers"] else "0"
-    where = "in process" if workers == "0" else f"{workers} Ray actors"
-    return f"{threads} torch threads, self-play {where} ({os.cpu_count()}-core machine)"
+def alphazero_cost(run: str) -> tuple[int | None, float | None, str]:
+    """Self-play positions, training seconds (evaluation excluded) and the cores used, from the run's checkpoint."""
+    found = checkpoint_dir(run)
+    if found is None:
+        return None, None, f"? ({os.cpu_count()}-core machine)"
+    state = read_state(found)
+    positions = sum(int(m["samples"]) for m in state.metrics)
+    threads, workers = state.settings.get("threads", "?"), state.settings.get("workers", 0)
+    where = "in process" if not workers else f"{workers} Ray actors"
+    return (positions, train_seconds(state.metrics),
+            f"{threads} torch threads, self-play {where} ({os.cpu_count()}-core machine)")
 
 
 def ppo_player(variant: str, az_variant: str | None, args) -> Player:
@@ -170,7 +152,7 @@ def ensure_ppo(settings: PPOSettings, run: str, args):
     """The run's saved state, training it first when it has no agent yet."""
     found = checkpoint_dir(run)
     if found is not None and os.path.exists(os.path.join(run, "agent", "agent.json")):
-        return load_state(found)
+        return read_state(found)
     from agents.ppo.rllib_train import train
 
     print(f"no PPO policy at {run}: training one ({args.ppo_steps:,} env steps) ...", flush=True)
@@ -205,30 +187,16 @@ def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:
     return row
 
 
-def random_opening(variant: str, plies: int, seed: int) -> str:
-    """The FEN after ``plies`` uniformly random moves from the start (redrawn if the game ends)."""
-    from minichess_envs import Position
-
-    rng = np.random.default_rng(seed)
-    while True:
-        position = Position(variant)
-        for _ in range(plies):
-            if position.is_game_over():
-                break
-            actions = position.legal_actions()
-            position.push_action(actions[rng.integers(len(actions))])
-        if not position.is_game_over():
-            return position.fen()
-
-
 def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
-    """Games in pairs: each random opening is played twice, colours swapped, so no side keeps a lucky start."""
+    """Games in pairs: each random opening is played twice, colours swapped, so no side keeps a lucky start.
+
+    The arena draws a game's opening plies from its seed alone, so both games of a pair open alike.
+    """
     records = []
     for k in range(max(1, args.h2h_games // 2)):
         seed = game_seed(0, k)
-        fen = random_opening(variant, args.opening_plies, seed)
         for white, black in ((ppo.agent, other.agent), (other.agent, ppo.agent)):
-            records.append(play_game(white, black, variant, seed, start_fen=fen, pgn=False))
+            records.append(play_game(white, black, variant, seed, opening_plies=args.opening_plies, pgn=False))
     total = tally(records, ppo.agent.name)
     lo, hi = total.interval
     row = {"variant": variant, "ppo": ppo.label, "opponent": other.label, "games": total.games,
@@ -247,7 +215,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     variants = ["3x3", "gardner"] if args.variant == "both" else [args.variant]
-    rows, h2h, notes = [], [], []
+    rows, h2h, notes, baseline_rows = [], [], [], []
+    measured = machine()
     started = time.perf_counter()
     for key in variants:
         az, why = alphazero_players(key, args)
@@ -264,12 +233,14 @@ def main(argv=None) -> int:
         for player in [ppo, *az]:
             print(f"{variant}: evaluating {player.label} ...", flush=True)
             rows.append(evaluate_player(player, variant, args, tablebase))
+        baseline_rows += baselines(variant, COLORS, args.games, seed=0)
         for other in az:
             print(f"{variant}: {ppo.label} against {other.label} ...", flush=True)
             h2h.append(head_to_head(ppo, other, variant, args))
     write_csv(os.path.join(args.out, "compare.csv"), rows)
     write_csv(os.path.join(args.out, "h2h.csv"), h2h)
-    text = report(rows, h2h, notes, args, time.perf_counter() - started)
+    write_csv(os.path.join(args.out, "baselines.csv"), baseline_rows)
+    text = report(rows, h2h, baseline_rows, notes, args, time.perf_counter() - started, machine_text(measured))
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
     print(text)
@@ -281,7 +252,8 @@ def _rate(row: dict, color: str) -> str:
             f"{row[f'vs_random_{color}_high']:.3f}]")
 
 
-def report(rows: list[dict], h2h: list[dict], notes: list[str], args, wall: float) -> str:
+def report(rows: list[dict], h2h: list[dict], baseline_rows: list[dict], notes: list[str], args, wall: float,
+           measured_on: str) -> str:
     h2h_by = {(r["variant"], r["opponent"]): r for r in h2h}
     table_rows = []
     for r in rows:
@@ -312,17 +284,20 @@ counts for both sides; `agents.arena.play_game`, seeds `game_seed(0, k)`).
 
 {table}
 
+Baselines, the same protocol ({args.games:,} games per colour against random, seed 0):
+
+{baseline_table(baseline_rows)}
+
 Env steps are not the same unit: a PPO env step is the learner's move plus the random player's reply (about
 two plies), an AlphaZero sample is one self-play position (one ply, searched with MCTS). Wall-clock is
-training only (evaluation during training excluded), on a shared 2-core machine: timings may be perturbed
-by up to ~2x by other jobs.
+training only (evaluation during training excluded), as measured when each run trained.
 
 ## Head to head
 
 {h2h_table}
 {note_text}
 
-Whole comparison: {wall / 60:.1f} min. Rows: `compare.csv`, `h2h.csv`.
+Whole comparison: {wall / 60:.1f} min. {measured_on} Rows: `compare.csv`, `h2h.csv`, `baselines.csv`.
 """
 
 

@@ -3,6 +3,7 @@
     python experiments/leaderboard.py                         # gardner, gardner-kingcapture, 3x3: under a minute on 2 cores
     python experiments/leaderboard.py --variant losalamos --games 20
     python experiments/leaderboard.py --variant all --games 20 --nodes 10
+    python -m experiments.leaderboard --variant 3x3 --games 10 # as a module, from the repository root
 
 Agents: random, greedy, minimax at ``--depths``, Fairy-Stockfish (Stockfish for
 8x8) at ``--nodes`` where the variant has a UCI_Variant and the binary is
@@ -23,19 +24,17 @@ import collections
 import csv
 import datetime
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import agents  # noqa: E402
-from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent  # noqa: E402
-from agents.arena import (  # noqa: E402
+import agents
+from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
+from agents.arena import (
     all_games, close_agents, colour_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
 )
-from agents.ratings import elo_mle  # noqa: E402
-from minichess_envs import VARIANTS, get_variant  # noqa: E402
-from minichess_envs.variants import Variant  # noqa: E402
+from agents.ratings import elo_mle
+from agents.runs import machine, machine_text
+from minichess_envs import VARIANTS, get_variant
+from minichess_envs.variants import Variant
 
 DEFAULT_VARIANTS = ("gardner", "gardner-kingcapture", "3x3")
 
@@ -228,6 +227,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
 
     start = time.perf_counter()
+    measured = machine()
     checkpoints = discover_checkpoints(args.runs)
     if args.variant is None:
         variants = list(DEFAULT_VARIANTS) + sorted({v for v, _, _ in checkpoints} - set(DEFAULT_VARIANTS))
@@ -276,7 +276,8 @@ def main(argv=None) -> None:
               f"(logistic model, draws half a point) over all games of the variant, random = 0, with "
               f"{args.prior_draws:g} virtual draw(s) per pairing so that all-win scores stay finite; 95% "
               "profile-likelihood intervals. Scores: Wilson 95% intervals. Games reaching the ply limit are "
-              "scored as draws (\"ply limit\"). The reference row is random against random, from White's side.\n")
+              "scored as draws (\"ply limit\"). The reference row is random against random, from White's side. "
+              f"{machine_text(measured)}\n")
     text = header + "\n" + "\n".join(sections)
     with open(os.path.join(out, "leaderboard.md"), "w") as f:
         f.write(text)

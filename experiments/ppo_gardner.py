@@ -7,6 +7,7 @@
     python experiments/ppo_gardner.py --rules checkmate --color black --steps 400000
     python experiments/ppo_gardner.py --selfplay               # the Alpha-Mini procedure (the seed's figure 3)
     python experiments/ppo_gardner.py --sweep                  # gamma x lambda grid of the seed's table 1 (Ray Tune)
+    python -m experiments.ppo_gardner --steps 8000             # as a module, from the repository root
 
 Needs ``pip install -e ".[rllib]"`` (or ``".[sb3]"`` for ``--backend sb3``) and ``".[agents]"`` for the plots.
 
@@ -42,16 +43,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
 
 from agents.evaluation import versus_random  # noqa: E402
-from agents.ppo.common import PPOSettings, write_csv  # noqa: E402
-from experiments.report import curves_plot, markdown_table  # noqa: E402
+from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.reports import baseline_table, baselines, curves_plot, markdown_table  # noqa: E402
+from agents.runs import machine, machine_text, write_csv  # noqa: E402
 
 RULES = {"kingcapture": "gardner-kingcapture", "checkmate": "gardner"}
 COLORS = ("white", "black")
@@ -131,6 +131,7 @@ def main(argv=None) -> int:
         return run_sweep(args)
     if args.selfplay:
         return run_selfplay(args)
+    measured = machine()
     started = time.perf_counter()
     train = trainer_for(args.backend)
     rules_list = list(RULES) if args.rules == "both" else [args.rules]
@@ -145,8 +146,11 @@ def main(argv=None) -> int:
             runs.append({"rules": rules, "color": color, "dir": run_dir, "settings": settings, "state": state})
     print(f"final evaluation: {args.final_games} games per policy and rule set ...", flush=True)
     results = final_evaluation(runs, args)
+    print("baselines: random and greedy against random ...", flush=True)
+    baseline_rows = [row for rules in RULES for row in baselines(RULES[rules], colors, args.final_games, seed=0)]
+    write_csv(os.path.join(args.out, "baselines.csv"), baseline_rows)
     wall = time.perf_counter() - started
-    write_report(args, runs, results, wall)
+    write_report(args, runs, results, baseline_rows, wall, machine_text(measured))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
@@ -190,7 +194,7 @@ def curve(metrics: list[dict], color: str) -> tuple[list, list, list]:
     return steps, seconds, rates
 
 
-def write_report(args, runs, results, wall: float) -> None:
+def write_report(args, runs, results, baseline_rows, wall: float, measured_on: str) -> None:
     out = args.out
     by_steps, by_time = {}, {}
     for run in runs:
@@ -249,6 +253,10 @@ moves), `agents.evaluation.versus_random(..., seed=0)`.
 
 {table}
 
+Baselines, the same protocol (`versus_random`, seed 0, {args.final_games:,} games per colour and rule set):
+
+{baseline_table(baseline_rows)}
+
 Bold: the rule set the policy trained under. King-capture rules end the game when a king is taken (a random
 player often leaves its king en prise); under checkmate rules the random player never moves into check, the
 game must end in mate, and most non-wins are draws (stalemate, repetition, insufficient material or the ply
@@ -256,8 +264,7 @@ limit; `results.csv` has the counts).
 
 ## Speed
 
-{platform.machine()} with {os.cpu_count()} CPU cores shared with another engineer's AlphaZero runs (timings
-may be perturbed by up to ~2x). Whole script: {wall / 60:.1f} min.
+{measured_on} Whole script: {wall / 60:.1f} min (a resumed run counts only its own part).
 
 {speed_table}
 
@@ -274,7 +281,7 @@ steps per policy = {args.steps:,}
 ```
 
 Policies: `agents.load("{out}/<backend>_<rules>_<colour>/agent")` (plain torch; Ray/SB3 not needed);
-RLlib or SB3 checkpoints in `<run>/checkpoint/` (resume with `--resume`).
+checkpoints in `<run>/checkpoint/` (resume with `--resume`), TensorBoard logs in `<run>/tensorboard/`.
 """
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)
@@ -291,8 +298,10 @@ def run_selfplay(args) -> int:
     settings = base_settings(args, rules, "white")
     config = AlphaMiniConfig(steps=args.selfplay_steps, env_steps_per_policy=args.steps_per_policy, eps=args.eps,
                              eval_games=args.selfplay_games)
+    measured = machine()
     started = time.perf_counter()
     rows = alpha_mini(settings, config, out, trainer=trainer_for(args.backend))
+    baseline_rows = baselines(settings.variant, COLORS, args.selfplay_games, seed=10_000)
     wall = time.perf_counter() - started
     ks = [r["step"] for r in rows]
     curves_plot(os.path.join(out, "selfplay.png"),
@@ -319,8 +328,12 @@ player as its colour (the seed's figure 3: `selfplay.png`).
 
 {table}
 
-Whole procedure: {wall / 60:.1f} min on {os.cpu_count()} shared CPU cores (a resumed run counts only its
-own part). Policies: `agents.load("{out}/white_<k>/agent")`, `black_<k>/agent`; rows: `steps.csv`.
+Baselines against the random player, the same number of games per colour:
+
+{baseline_table(baseline_rows)}
+
+Whole procedure: {wall / 60:.1f} min (a resumed run counts only its own part). {machine_text(measured)}
+Policies: `agents.load("{out}/white_<k>/agent")`, `black_<k>/agent`; rows: `steps.csv`.
 """
     with open(os.path.join(out, "selfplay.md"), "w") as f:
         f.write(text)
@@ -371,6 +384,7 @@ def run_sweep(args) -> int:
         "settings": dataclasses.asdict(settings), "out": out, "backend": args.backend, "steps": args.sweep_steps,
         "eval_games": args.eval_games, "final_games": args.final_games,
     }
+    measured = machine()
     started = time.perf_counter()
     tuner = tune.Tuner(trainable, param_space=param_space,
                        tune_config=tune.TuneConfig(max_concurrent_trials=args.sweep_concurrency),
@@ -392,6 +406,7 @@ def run_sweep(args) -> int:
     order = list(SEED_TABLE)
     rows.sort(key=lambda r: order.index((r["gamma"], r["lambda"])))
     write_csv(os.path.join(out, "sweep.csv"), rows)
+    baseline_rows = baselines(settings.variant, [color], args.final_games, seed=0)
     table = markdown_table(
         ["gamma", "lambda", "seed's win rate", f"ours ({rules}, {color}) [95% Wilson]", "env steps", "training time"],
         [[r["gamma"], r["lambda"], f"{r['seed_win_rate']:.3f}",
@@ -406,9 +421,13 @@ steps per iteration, several iterations) and evaluated over 10,000 games. Other 
 
 {table}
 
-Sweep wall-clock: {wall / 60:.1f} min on {os.cpu_count()} shared CPU cores (two trials at once compete with
-each other and with another engineer's jobs: the per-trial training times are perturbed). Runs:
-`gamma<g>_lambda<l>/` (metrics.csv, agent/); Tune's records: `tune/`.
+Baselines against the random player, the same protocol:
+
+{baseline_table(baseline_rows)}
+
+Sweep wall-clock: {wall / 60:.1f} min, {args.sweep_concurrency} trials at once (they share the cores, so
+per-trial training times depend on the concurrency). {machine_text(measured)} Runs:
+`gamma<g>_lambda<l>/` (metrics.csv, tensorboard/, agent/); Tune's records: `tune/`.
 """
     with open(os.path.join(out, "sweep.md"), "w") as f:
         f.write(text)

@@ -495,7 +495,8 @@ class AgentScore:
 def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed: int = 0,
                 indices: Sequence[int] | None = None, encoding=None,
                 value_fn: Callable[[list[Position]], Sequence[float]] | None = None,
-                draw_margin: float = 0.5, batch_size: int = 512) -> AgentScore:
+                draw_margin: float = 0.5, batch_size: int = 512,
+                progress: Callable[[int, int], None] | None = None) -> AgentScore:
     """Score an agent's move in every non-terminal position (or a seeded sample of ``sample`` of them).
 
     ``agent`` is anything with ``act(observation, action_mask, position)`` (and
@@ -503,7 +504,8 @@ def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed:
     :class:`Move` or a UCI string). Observations come from ``encoding``
     (default ``ObservationEncoding(variant)``). ``indices`` picks table rows
     instead. ``value_fn(positions) -> values`` (from the side to move) scores a
-    value head too. An illegal action raises ``ValueError``.
+    value head too. ``progress(done, total)`` is called after every batch. An
+    illegal action raises ``ValueError``.
     """
     tb = tablebase
     if indices is None:
@@ -531,6 +533,8 @@ def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed:
             dtm_optimal[start + k] = m.value == tb.value[i] and (-1 if m.dtm is None else m.dtm) == tb.dtm[i]
         if value_fn is not None:
             predicted[start:start + len(chunk)] = np.asarray(value_fn(positions), np.float64).reshape(-1)
+        if progress is not None:
+            progress(start + len(chunk), len(indices))
     return AgentScore(indices, tb.turn[indices].copy(), tb.value[indices].astype(np.int8), move_value,
                       dtm_optimal, predicted, draw_margin)
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -32,8 +30,6 @@ from agents.arena import (
 )
 from agents.ratings import elo_mle, expected_score, wilson_interval
 from minichess_envs import IllegalMoveError
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 # -- Wilson ------------------------------------------------------------------------------
@@ -208,11 +204,7 @@ def test_rating_results_feed_elo():
 
 
 def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(ROOT, "experiments"))
-    try:
-        import leaderboard
-    finally:
-        sys.path.pop(0)
+    from experiments import leaderboard
     runs = tmp_path / "runs"
     checkpoint = pytest.importorskip("agents.perfect").PerfectAgent("3x3", seed=0)
     checkpoint.save(str(runs / "exp1" / "final"))

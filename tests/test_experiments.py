@@ -1,0 +1,47 @@
+"""The experiment scripts run both ways the README documents: ``python experiments/x.py`` and
+``python -m experiments.x``, from the repository root, with no ``sys.path`` edits of their own."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(ROOT, "experiments", "*.py"))
+                 if not p.endswith("__init__.py"))
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess:
+    # The package must be importable, as `pip install -e .` makes it; PYTHONPATH points at this checkout
+    # so that the test runs this checkout's code wherever the package is installed from.
+    env = {**os.environ, "PYTHONPATH": ROOT, "MPLBACKEND": "Agg"}
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_no_script_edits_sys_path():
+    for folder in ("experiments", "benchmarks"):
+        for path in glob.glob(os.path.join(ROOT, folder, "*.py")):
+            assert "sys.path" not in open(path).read(), path
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_experiment_starts_as_a_script_and_as_a_module(name):
+    pytest.importorskip("torch", reason="the experiments need the agents extra (pip install -e '.[agents]')")
+    for args in ([f"experiments/{name}.py", "--help"], ["-m", f"experiments.{name}", "--help"]):
+        done = run(args)
+        assert done.returncode == 0, f"{' '.join(args)}:\n{done.stderr[-2000:]}"
+        assert "usage:" in done.stdout
+
+
+def test_a_tiny_leaderboard_runs_both_ways_and_states_the_machine(tmp_path):
+    for k, launch in enumerate((["experiments/leaderboard.py"], ["-m", "experiments.leaderboard"])):
+        out = tmp_path / f"out{k}"
+        done = run([*launch, "--variant", "3x3", "--games", "2", "--reference-games", "20", "--depths", "1",
+                    "--no-engines", "--runs", str(tmp_path / "runs"), "--out", str(out), "--workers", "1"])
+        assert done.returncode == 0, done.stderr[-2000:]
+        report = (out / "leaderboard.md").read_text()
+        assert "load average" in report and f"({os.cpu_count()} cores)" in report
