@@ -184,11 +184,11 @@ def load(path: str) -> Agent:
         cls = agent_class(manifest["class"])
     except ValueError as exc:
         raise ValueError(f"agent manifest {manifest_file(path)}: {exc}") from None
-    directory = os.path.dirname(path) if os.path.basename(path) == MANIFEST else path
+    directory = (os.path.dirname(path) or ".") if os.path.basename(path) == MANIFEST else path
     try:
         return cls.load(directory)
     except ValueError as exc:
-        if directory in str(exc):
+        if os.path.normpath(directory) in str(exc) or directory in str(exc):
             raise
         raise ValueError(f"cannot load the agent in {manifest_file(path)}: {exc}") from None
     except (TypeError, KeyError, AttributeError, NotImplementedError) as exc:  # settings the class cannot take
