@@ -5,23 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from agents.base import Agent, check_settings, read_manifest, write_manifest
-
-#: Piece values by type code (index: none, P, N, B, R, Q, K). Capturing a king is
-#: legal only in king-capture variants, where it wins, so it outranks everything.
-PIECE_VALUES = (0, 1, 3, 3, 5, 9, 1000)
-_F_EP = 2  # move-code flag: en-passant capture (the victim is not on the to-square)
+from minichess_envs.engine import PIECE_VALUES, captured_type
 
 
 def captured_values(position) -> list[int]:
-    """Value of the piece each legal move captures (0 for none), in ``legal_move_codes()`` order."""
-    board = position.board_state()[0]
-    out = []
-    for code in position.legal_move_codes():
-        if (code >> 15) & _F_EP:
-            out.append(PIECE_VALUES[1])
-        else:
-            out.append(PIECE_VALUES[board[(code >> 6) & 63] & 7])
-    return out
+    """Value (:data:`~minichess_envs.engine.PIECE_VALUES`, in pawns) of the piece each legal move
+    captures, 0 for none, in ``legal_move_codes()`` order.
+
+    Only the order of the values matters here: a king (capturable in king-capture
+    variants, where taking it wins) outranks every other piece.
+    """
+    pieces = position.board_state().pieces
+    return [PIECE_VALUES[captured_type(pieces, code)] for code in position.legal_move_codes()]
 
 
 class GreedyAgent(Agent):

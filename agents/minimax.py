@@ -1,10 +1,12 @@
 """Alpha-beta search to a fixed depth with a material evaluation.
 
 Negamax with alpha-beta pruning on the C engine's move codes. Leaves score the
-material balance (P 1, N 3, B 3, R 5, Q 9) from the side to move; finished
+material balance in pawns (``Position.material_balance``: the engine's
+``PIECE_VALUES``, P 1, N 3, B 3, R 5, Q 9) from the side to move; finished
 games score a win as ``MATE - ply`` (so faster wins and slower losses are
 preferred), draws 0. Captures are searched first, most valuable victim by
-least valuable attacker (MVV-LVA), then promotions. There is no quiescence
+least valuable attacker (MVV-LVA, the same values, the king's 100 included), then
+promotions. There is no quiescence
 search: at the horizon, a piece that is about to be taken still counts.
 Among equally good root moves the agent picks at random from its seeded
 generator, so games against it vary with the seed.
@@ -15,26 +17,23 @@ from __future__ import annotations
 import numpy as np
 
 from agents.base import Agent, check_settings, read_manifest, write_manifest
-from minichess_envs import _core
+from minichess_envs.engine import PIECE_VALUES, captured_type, move_from, move_promotion
 
 MATE = 100_000
 _INF = 10 * MATE
-_VALUES = (0, 1, 3, 3, 5, 9, 100)  # by piece type; the king only for ordering (king capture)
-_F_EP = 2
-_pop = _core.Position.pop  # the C pop returns the code and skips decoding to a Move
 
 
 def _ordered(pos, codes):
     """Move codes, captures first by MVV-LVA, then promotions, then the rest (stable)."""
-    board = pos.board_state()[0]
+    pieces = pos.board_state().pieces
     keyed = []
     for code in codes:
-        victim = 1 if (code >> 15) & _F_EP else board[(code >> 6) & 63] & 7
+        victim = captured_type(pieces, code)
         key = 0
         if victim:
-            key = 1000 + 10 * _VALUES[victim] - _VALUES[board[code & 63] & 7]
-        elif (code >> 12) & 7:
-            key = 500 + _VALUES[(code >> 12) & 7]
+            key = 1000 + 10 * PIECE_VALUES[victim] - PIECE_VALUES[pieces[move_from(code)] & 7]
+        elif move_promotion(code):
+            key = 500 + PIECE_VALUES[move_promotion(code)]
         keyed.append((key, code))
     keyed.sort(key=lambda kc: -kc[0])
     return [code for _, code in keyed]
@@ -77,7 +76,7 @@ class MinimaxAgent(Agent):
             pos.push_code(code)
             # Window (best - 1, inf): a move equal to the best gets its exact score, so ties are found.
             score = -self._search(pos, self.depth - 1, -_INF, -(best_score - 1), 1)
-            _pop(pos)
+            pos.pop_code()
             if score > best_score:
                 best_score, best = score, [code]
             elif score == best_score:
@@ -99,7 +98,7 @@ class MinimaxAgent(Agent):
         for code in _ordered(pos, codes) if depth > 1 else codes:  # ordering pays off above the leaves only
             pos.push_code(code)
             score = -self._search(pos, depth - 1, -beta, -alpha, ply + 1)
-            _pop(pos)
+            pos.pop_code()
             if score > best:
                 best = score
                 if score > alpha:

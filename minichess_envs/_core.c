@@ -44,6 +44,11 @@ enum { WHITE = 0, BLACK = 1 };
 #define MAX_MOVES 256
 #define MAX_PLANES (8 * (MAX_SIDE - 1) + 8 + 9)
 
+/* Piece values in pawns, by type: the project's one table (Python reads it as
+ * minichess_envs.engine.PIECE_VALUES). Material counts every piece but the
+ * king; the king's value only ranks captures, above any other piece. */
+static const int PIECE_VALUE[8] = {0, 1, 3, 3, 5, 9, 100, 0};
+
 #define F_DOUBLE 1 /* pawn double step */
 #define F_EP 2     /* en-passant capture */
 #define F_CASTLE 4 /* castling, encoded as the king's move */
@@ -579,6 +584,16 @@ static int gen_legal(const RulesObject *r, const Board *b, uint32_t *out) {
     return n;
 }
 
+/* White's material minus Black's, in pawns (PIECE_VALUE, kings not counted). */
+static int material_balance(const RulesObject *r, const Board *b) {
+    int balance = 0;
+    for (int s = 0; s < r->nsq; s++) {
+        int p = b->sq[s];
+        if (p && TYPE(p) != KING) balance += COLOR(p) == WHITE ? PIECE_VALUE[TYPE(p)] : -PIECE_VALUE[TYPE(p)];
+    }
+    return balance;
+}
+
 /* Neither side can possibly checkmate: bare kings, a single minor piece, or
  * bishops only, all on squares of one colour. */
 static int insufficient_material(const RulesObject *r, const Board *b) {
@@ -835,7 +850,7 @@ static void Position_dealloc(PositionObject *self) {
 
 static inline Board *cur(PositionObject *self) { return &self->g.hist[self->g.ply]; }
 
-/* _set_board(pieces, turn, castling, ep, halfmove, fullmove): new root, history cleared. */
+/* set_board(pieces, turn, castling, ep, halfmove, fullmove): new root, history cleared. */
 static PyObject *Position_set_board(PositionObject *self, PyObject *args) {
     CHECK_READY(self);
     Py_buffer pieces;
@@ -1033,7 +1048,7 @@ static PyObject *Position_action_uci(PositionObject *self, PyObject *arg) {
     return PyErr_Format(IllegalMoveError, "action %ld is not a legal move in this position", a);
 }
 
-static PyObject *Position_pop(PositionObject *self, PyObject *unused) {
+static PyObject *Position_pop_code(PositionObject *self, PyObject *unused) {
     CHECK_READY(self);
     if (self->g.ply == 0) {
         PyErr_SetString(PyExc_IndexError, "pop from a position with no moves played");
@@ -1069,18 +1084,10 @@ static PyObject *Position_outcome_code(PositionObject *self, PyObject *unused) {
     return Py_BuildValue("ii", self->g.reason, self->g.winner);
 }
 
-/* material_balance() -> White's material minus Black's, pawn 1, knight and bishop 3,
- * rook 5, queen 9 (kings do not count). */
+/* material_balance() -> White's material minus Black's in pawns (kings do not count). */
 static PyObject *Position_material_balance(PositionObject *self, PyObject *unused) {
-    static const int VALUE[8] = {0, 1, 3, 3, 5, 9, 0, 0};
     CHECK_READY(self);
-    const Board *b = cur(self);
-    int balance = 0;
-    for (int s = 0; s < self->rules->nsq; s++) {
-        int p = b->sq[s];
-        if (p) balance += COLOR(p) == WHITE ? VALUE[TYPE(p)] : -VALUE[TYPE(p)];
-    }
-    return PyLong_FromLong(balance);
+    return PyLong_FromLong(material_balance(self->rules, cur(self)));
 }
 
 static PyObject *Position_is_check(PositionObject *self, PyObject *unused) {
@@ -1088,7 +1095,7 @@ static PyObject *Position_is_check(PositionObject *self, PyObject *unused) {
     return PyBool_FromLong(in_check(self->rules, cur(self)));
 }
 
-static PyObject *Position_is_attacked(PositionObject *self, PyObject *args) {
+static PyObject *Position_is_attacked_square(PositionObject *self, PyObject *args) {
     int sq, by;
     CHECK_READY(self);
     if (!PyArg_ParseTuple(args, "ii", &sq, &by)) return NULL;
@@ -1109,7 +1116,27 @@ static PyObject *Position_perft(PositionObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLongLong(n);
 }
 
-/* board_state(ply=-1) -> (pieces, turn, castling, ep, halfmove, fullmove, repetitions, last_move) */
+/* BoardState: the raw fields of one position of the history, a named tuple. */
+static PyStructSequence_Field BoardState_fields[] = {
+    {"pieces", "bytes, one per square (index rank * width + file): 0 empty, else type | color << 3"},
+    {"turn", "color to move: 0 White, 1 Black"},
+    {"castling", "castling rights, one bit each: bit 2 * color + i for the color's i-th castling option"},
+    {"ep_square", "en-passant target square index, or -1"},
+    {"halfmove", "plies since the last capture or pawn move"},
+    {"fullmove", "move number, starting at 1"},
+    {"repetitions", "times this position has occurred in the game"},
+    {"last_move", "code of the move that led here (0 at the root)"},
+    {NULL}};
+
+static PyStructSequence_Desc BoardState_desc = {
+    "minichess_envs._core.BoardState",
+    "Raw fields of a position: board_state(ply) -> (pieces, turn, castling, ep_square, halfmove, fullmove, "
+    "repetitions, last_move).",
+    BoardState_fields, 8};
+
+static PyTypeObject *BoardStateType;
+
+/* board_state(ply=-1) -> BoardState(pieces, turn, castling, ep_square, halfmove, fullmove, repetitions, last_move) */
 static PyObject *Position_board_state(PositionObject *self, PyObject *args) {
     int ply = -1;
     CHECK_READY(self);
@@ -1117,8 +1144,21 @@ static PyObject *Position_board_state(PositionObject *self, PyObject *args) {
     if (ply < 0) ply += self->g.ply + 1;
     if (ply < 0 || ply > self->g.ply) return PyErr_Format(PyExc_IndexError, "ply %d out of range", ply);
     const Board *b = &self->g.hist[ply];
-    return Py_BuildValue("y#iiiiiik", (const char *)b->sq, (Py_ssize_t)self->rules->nsq, b->side, b->castling,
-                         b->ep, b->halfmove, b->fullmove, b->reps, (unsigned long)b->last_move);
+    PyObject *out = PyStructSequence_New(BoardStateType);
+    if (!out) return NULL;
+    PyObject *items[8] = {
+        PyBytes_FromStringAndSize((const char *)b->sq, self->rules->nsq), PyLong_FromLong(b->side),
+        PyLong_FromLong(b->castling), PyLong_FromLong(b->ep), PyLong_FromLong(b->halfmove),
+        PyLong_FromLong(b->fullmove), PyLong_FromLong(b->reps), PyLong_FromUnsignedLong(b->last_move)};
+    for (int i = 0; i < 8; i++) {
+        if (!items[i]) {
+            for (int k = i + 1; k < 8; k++) Py_XDECREF(items[k]);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyStructSequence_SET_ITEM(out, i, items[i]);
+    }
+    return out;
 }
 
 static PyObject *Position_move_codes(PositionObject *self, PyObject *unused) {
@@ -1177,7 +1217,9 @@ static PyGetSetDef Position_getset[] = {
     {NULL}};
 
 static PyMethodDef Position_methods[] = {
-    {"_set_board", (PyCFunction)Position_set_board, METH_VARARGS, "set the root position from raw fields"},
+    {"set_board", (PyCFunction)Position_set_board, METH_VARARGS,
+     "set_board(pieces, turn, castling, ep_square, halfmove, fullmove): a new root position from raw fields "
+     "(no legality check; the history is cleared)"},
     {"copy", (PyCFunction)Position_copy, METH_VARARGS | METH_KEYWORDS,
      "copy(stack=True): a copy; with stack=False only the current board (no history)"},
     {"legal_move_codes", (PyCFunction)Position_legal_move_codes, METH_NOARGS, "legal moves as move codes"},
@@ -1192,17 +1234,19 @@ static PyMethodDef Position_methods[] = {
      "buffer seen by perspective (0 White, 1 Black, -1 the side to move)"},
     {"push_code", (PyCFunction)Position_push_code, METH_O, "play a legal move given by its code"},
     {"push_action", (PyCFunction)Position_push_action, METH_O, "play the legal move with this action index"},
-    {"pop", (PyCFunction)Position_pop, METH_NOARGS, "take back the last move; returns its code"},
+    {"pop_code", (PyCFunction)Position_pop_code, METH_NOARGS, "take back the last move; returns its code"},
     {"action_uci", (PyCFunction)Position_action_uci, METH_O, "UCI string of the legal move with this action index"},
     {"encode", (PyCFunction)Position_encode, METH_O, "action index of a move code for the side to move"},
     {"outcome_code", (PyCFunction)Position_outcome_code, METH_NOARGS, "(reason, winner) of the current position"},
     {"is_check", (PyCFunction)Position_is_check, METH_NOARGS, "is the side to move in check?"},
     {"material_balance", (PyCFunction)Position_material_balance, METH_NOARGS,
-     "White's material minus Black's (P 1, N 3, B 3, R 5, Q 9)"},
-    {"_is_attacked", (PyCFunction)Position_is_attacked, METH_VARARGS, "_is_attacked(square, by_colour)"},
+     "White's material minus Black's in pawns (PIECE_VALUES; kings do not count)"},
+    {"is_attacked_square", (PyCFunction)Position_is_attacked_square, METH_VARARGS,
+     "is_attacked_square(square_index, by_color): is the square attacked by that color (0 White, 1 Black)?"},
     {"perft", (PyCFunction)Position_perft, METH_O, "perft(depth): leaf count of the legal-move tree"},
     {"board_state", (PyCFunction)Position_board_state, METH_VARARGS,
-     "board_state(ply=-1) -> (pieces, turn, castling, ep, halfmove, fullmove, repetitions, last_move)"},
+     "board_state(ply=-1) -> BoardState(pieces, turn, castling, ep_square, halfmove, fullmove, repetitions, "
+     "last_move) of the position at ply (default: the current one)"},
     {"move_codes", (PyCFunction)Position_move_codes, METH_NOARGS, "codes of the moves played from the root"},
     {NULL}};
 
@@ -1278,7 +1322,6 @@ static int duel_over(const RulesObject *r, Game *g, int ply_limit, int max_steps
  * Arrays: actions int64, active/truncated/illegal uint8, rng uint64, steps int32,
  * reasons/winners int8, material int32; all of length len(positions). */
 static PyObject *core_step_random_duels(PyObject *module, PyObject *args) {
-    static const int VALUE[8] = {0, 1, 3, 3, 5, 9, 0, 0};
     PyObject *positions, *o_actions, *o_active, *o_rng, *o_steps, *o_reasons, *o_winners, *o_trunc, *o_illegal,
         *o_material;
     int ply_limit, max_steps;
@@ -1344,11 +1387,7 @@ static PyObject *core_step_random_duels(PyObject *module, PyObject *args) {
             }
             duel_over(r, g, ply_limit, max_steps, steps[i], &reasons[i], &winners[i], &truncated[i]);
         }
-        int balance = 0;
-        const Board *bd = &g->hist[g->ply];
-        for (int s = 0; s < r->nsq; s++)
-            if (bd->sq[s]) balance += COLOR(bd->sq[s]) == WHITE ? VALUE[TYPE(bd->sq[s])] : -VALUE[TYPE(bd->sq[s])];
-        material[i] = balance;
+        material[i] = material_balance(r, &g->hist[g->ply]);
     }
     for (int k = 0; k < 9; k++) PyBuffer_Release(&b[k]);
     Py_DECREF(seq);
@@ -1438,6 +1477,20 @@ PyMODINIT_FUNC PyInit__core(void) {
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
+    BoardStateType = PyStructSequence_NewType(&BoardState_desc);
+    if (!BoardStateType) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *values = Py_BuildValue("(iiiiiii)", PIECE_VALUE[0], PIECE_VALUE[1], PIECE_VALUE[2], PIECE_VALUE[3],
+                                     PIECE_VALUE[4], PIECE_VALUE[5], PIECE_VALUE[6]);
+    if (!values || PyModule_AddObject(m, "PIECE_VALUES", values) < 0 ||
+        PyModule_AddObject(m, "BoardState", (PyObject *)BoardStateType) < 0) {
+        Py_XDECREF(values);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(BoardStateType);
     IllegalMoveError = PyErr_NewExceptionWithDoc(
         "minichess_envs._core.IllegalMoveError", "A move or action that is not legal in the position.",
         PyExc_ValueError, NULL);
@@ -1454,5 +1507,8 @@ PyMODINIT_FUNC PyInit__core(void) {
         return NULL;
     }
     PyModule_AddIntConstant(m, "MAX_MOVES", MAX_MOVES);
+    PyModule_AddIntConstant(m, "FLAG_DOUBLE_STEP", F_DOUBLE);
+    PyModule_AddIntConstant(m, "FLAG_EN_PASSANT", F_EP);
+    PyModule_AddIntConstant(m, "FLAG_CASTLING", F_CASTLE);
     return m;
 }

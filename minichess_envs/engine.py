@@ -3,6 +3,13 @@
 The move generator, hashing and encodings run in C (:mod:`minichess_envs._core`);
 this module adds FEN, UCI, validation with readable errors, and printing.
 
+A move has three public names: a :class:`Move` (or its UCI string, ``"e2e3"``)
+and an action index (the variant's action encoding, for learning code). Hot
+loops use the engine's own integer *move code*; :func:`move_from`,
+:func:`move_to`, :func:`move_promotion`, :func:`move_flags` and
+:func:`captured_type` read one. :data:`PIECE_VALUES` is the one table of
+piece values.
+
 >>> pos = Position("gardner")
 >>> len(pos.legal_moves)
 7
@@ -30,7 +37,51 @@ UNICODE_PIECES = {
     "P": "♙", "N": "♘", "B": "♗", "R": "♖", "Q": "♕", "K": "♔",
     "p": "♟", "n": "♞", "b": "♝", "r": "♜", "q": "♛", "k": "♚",
 }
-_F_CASTLE = 4
+
+#: Piece values in pawns by piece type (index: none, P, N, B, R, Q, K), read from
+#: the C core. Material (:meth:`Position.material_balance`, the envs' material
+#: reward) counts every piece but the king; the king's value (above any other
+#: piece) only ranks captures: greedy's choice and minimax's move ordering.
+PIECE_VALUES: tuple[int, ...] = _core.PIECE_VALUES
+
+#: Raw fields of a position, a named tuple: ``Position.board_state(ply)``.
+BoardState = _core.BoardState
+
+# A move code is ``from | to << 6 | promotion << 12 | flags << 15`` (squares are
+# indices ``rank * width + file``, promotion a piece type or 0); flag bits:
+FLAG_DOUBLE_STEP: int = _core.FLAG_DOUBLE_STEP  # a pawn's two-square step
+FLAG_EN_PASSANT: int = _core.FLAG_EN_PASSANT  # an en-passant capture
+FLAG_CASTLING: int = _core.FLAG_CASTLING  # castling, coded as the king's move
+
+
+def move_from(code: int) -> int:
+    """Square index a move code starts from."""
+    return code & 63
+
+
+def move_to(code: int) -> int:
+    """Square index a move code goes to (the king's destination when castling)."""
+    return (code >> 6) & 63
+
+
+def move_promotion(code: int) -> int:
+    """Piece type a move code promotes to, 0 if none."""
+    return (code >> 12) & 7
+
+
+def move_flags(code: int) -> int:
+    """Flag bits of a move code (``FLAG_DOUBLE_STEP | FLAG_EN_PASSANT | FLAG_CASTLING``)."""
+    return code >> 15
+
+
+def captured_type(pieces: bytes, code: int) -> int:
+    """Type of the piece a move code captures on ``pieces`` (``board_state().pieces``), 0 if none.
+
+    An en-passant capture takes a pawn that is not on the to-square.
+    """
+    if (code >> 15) & FLAG_EN_PASSANT:
+        return PAWN
+    return pieces[(code >> 6) & 63] & 7
 
 
 class FenError(ValueError):
@@ -126,8 +177,8 @@ def square_names(width: int, height: int) -> tuple[str, ...]:
 
 
 def _decode(code: int, names: tuple[str, ...]) -> Move:
-    promo = (code >> 12) & 7
-    return Move(names[code & 63], names[(code >> 6) & 63], PIECE_SYMBOLS[promo] if promo else None)
+    promo = move_promotion(code)
+    return Move(names[move_from(code)], names[move_to(code)], PIECE_SYMBOLS[promo] if promo else None)
 
 
 def _castling_letters(variant: Variant) -> list[tuple[int, str, object]]:
@@ -150,6 +201,11 @@ class Position(_core.Position):
     any legal one. Moves are :class:`Move` values or UCI strings; the hot paths
     (:meth:`push_action`, :meth:`legal_actions`, :meth:`action_mask`,
     :meth:`observation`) work on action indices.
+
+    The C core's raw calls are public too, for search and table building:
+    ``legal_move_codes``, ``push_code``, :meth:`pop_code`, ``move_codes``,
+    ``encode`` (code to action), ``board_state`` (a :data:`BoardState`),
+    ``set_board`` (raw fields, no legality check) and ``is_attacked_square``.
     """
 
     __slots__ = ()
@@ -253,11 +309,11 @@ class Position(_core.Position):
         fields = (bytes(board), turn, rights, ep_square, half, max(full, 1))
         if v.win_rule == "checkmate":
             scratch = _core.Position(v.rules)  # check first: a bad FEN must not clobber this position
-            scratch._set_board(*fields)
+            scratch.set_board(*fields)
             them = turn ^ 1
-            if scratch._is_attacked(board.index(KING | 8 * them), turn):
+            if scratch.is_attacked_square(board.index(KING | 8 * them), turn):
                 raise FenError(f"bad FEN {fen!r}: the side not to move ({COLOR_NAMES[them]}) is in check")
-        self._set_board(*fields)
+        self.set_board(*fields)
 
     def _ep_capturable(self, board: bytearray, ep_square: int, turn: int) -> bool:
         W = self.variant.width
@@ -267,20 +323,15 @@ class Position(_core.Position):
             0 <= file + df < W and board[pawn_rank * W + file + df] == PAWN | 8 * turn for df in (-1, 1)
         )
 
-    @classmethod
-    def from_fen(cls, variant: str | Variant, fen: str) -> Position:
-        """A position of ``variant`` set up from ``fen``."""
-        return cls(variant, fen)
-
     def fen(self, ply: int = -1) -> str:
         """FEN of the current position (or of the position at ``ply`` in the history)."""
         v: Variant = self.variant
         W, H = v.width, v.height
-        pieces, turn, rights, ep, half, full, _, _ = self.board_state(ply)
+        state = self.board_state(ply)
         rows = []
         for rank in range(H - 1, -1, -1):
             row, empty = "", 0
-            for p in pieces[rank * W:(rank + 1) * W]:
+            for p in state.pieces[rank * W:(rank + 1) * W]:
                 if not p:
                     empty += 1
                     continue
@@ -289,9 +340,9 @@ class Position(_core.Position):
                     empty = 0
                 row += PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
             rows.append(row + (str(empty) if empty else ""))
-        castling = "".join(letter for bit, letter, _ in _castling_letters(v) if rights & bit) or "-"
-        ep_name = square_names(W, H)[ep] if ep >= 0 else "-"
-        return f"{'/'.join(rows)} {'wb'[turn]} {castling} {ep_name} {half} {full}"
+        castling = "".join(letter for bit, letter, _ in _castling_letters(v) if state.castling & bit) or "-"
+        ep_name = square_names(W, H)[state.ep_square] if state.ep_square >= 0 else "-"
+        return f"{'/'.join(rows)} {'wb'[state.turn]} {castling} {ep_name} {state.halfmove} {state.fullmove}"
 
     @property
     def root_fen(self) -> str:
@@ -344,12 +395,12 @@ class Position(_core.Position):
         self.push_code(self.move_code(Move.from_uci(uci)))
 
     def pop(self) -> Move:
-        """Take back the last move and return it."""
-        return _decode(super().pop(), self._names)
+        """Take back the last move and return it (:meth:`pop_code` returns its code)."""
+        return _decode(self.pop_code(), self._names)
 
     def peek(self) -> Move | None:
         """The last move played, or ``None`` at the root."""
-        code = self.board_state()[7]
+        code = self.board_state().last_move
         return _decode(code, self._names) if code else None
 
     @property
@@ -360,12 +411,11 @@ class Position(_core.Position):
 
     def is_castling(self, move: Move | str) -> bool:
         """Is this legal move a castling move?"""
-        return bool((self.move_code(move) >> 15) & _F_CASTLE)
+        return bool(move_flags(self.move_code(move)) & FLAG_CASTLING)
 
     def is_capture(self, move: Move | str) -> bool:
         """Does this legal move capture (en passant included)?"""
-        code = self.move_code(move)
-        return bool(self.board_state()[0][(code >> 6) & 63]) or bool((code >> 15) & 2)
+        return captured_type(self.board_state().pieces, self.move_code(move)) != 0
 
     # -- actions -------------------------------------------------------------
 
@@ -402,7 +452,7 @@ class Position(_core.Position):
 
     def piece_at(self, square: str) -> str | None:
         """FEN letter of the piece on ``square`` (``"K"``, ``"p"``), or ``None``."""
-        p = self.board_state()[0][square_index(square, self.variant.width, self.variant.height)]
+        p = self.board_state().pieces[square_index(square, self.variant.width, self.variant.height)]
         if not p:
             return None
         return PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
@@ -412,12 +462,12 @@ class Position(_core.Position):
         names = self._names
         return {
             names[s]: PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
-            for s, p in enumerate(self.board_state()[0]) if p
+            for s, p in enumerate(self.board_state().pieces) if p
         }
 
     def is_attacked(self, square: str, by: int) -> bool:
-        """Is ``square`` attacked by colour ``by``?"""
-        return self._is_attacked(square_index(square, self.variant.width, self.variant.height), by)
+        """Is ``square`` (a name such as ``"c3"``) attacked by color ``by``?"""
+        return self.is_attacked_square(square_index(square, self.variant.width, self.variant.height), by)
 
     def outcome(self) -> Outcome | None:
         """How the game ended, or ``None`` if it goes on.
@@ -452,7 +502,7 @@ class Position(_core.Position):
         for code, move in zip(self.legal_move_codes(), self.legal_moves):
             self.push_code(code)
             counts[move.uci()] = self.perft(depth - 1)
-            super().pop()
+            self.pop_code()
         return counts
 
     # -- transformations -----------------------------------------------------
@@ -470,7 +520,7 @@ class Position(_core.Position):
         board = bytes(pieces[r * W + W - 1 - f] for r in range(H) for f in range(W))
         out = Position.__new__(type(self))
         _core.Position.__init__(out, v.rules, v)
-        out._set_board(board, turn, 0, -1 if ep < 0 else (ep // W) * W + W - 1 - ep % W, half, full)
+        out.set_board(board, turn, 0, -1 if ep < 0 else (ep // W) * W + W - 1 - ep % W, half, full)
         return out
 
     # -- printing --------------------------------------------------------------
@@ -479,7 +529,7 @@ class Position(_core.Position):
         """The board with unicode pieces, White at the bottom, ranks and files labelled."""
         v: Variant = self.variant
         W, H = v.width, v.height
-        pieces = self.board_state()[0]
+        pieces = self.board_state().pieces
         lines = []
         for rank in range(H - 1, -1, -1):
             cells = []
@@ -502,7 +552,7 @@ class Position(_core.Position):
     def __str__(self) -> str:
         v: Variant = self.variant
         W, H = v.width, v.height
-        pieces = self.board_state()[0]
+        pieces = self.board_state().pieces
         rows = []
         for rank in range(H - 1, -1, -1):
             rows.append(" ".join(

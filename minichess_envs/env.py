@@ -227,8 +227,9 @@ class MiniChessEnv(gym.Env):
         or a function ``position -> move``.
     :param reward: ``"outcome"`` (+1 win, 0 draw, -1 loss at the end) or
         ``"material"``: the outcome plus, after every step, the change of the
-        learner's material lead (pawn 1, knight/bishop 3, rook 5, queen 9) times
-        ``material_scale`` (Alpha-Mini's shaping).
+        learner's material lead in pawns (``Position.material_balance``: the
+        engine's ``PIECE_VALUES``, kings not counted) times ``material_scale``
+        (Alpha-Mini's shaping).
     :param illegal_action: what a legal-looking but illegal action (in the
         action space, not in the mask) does: ``"lose"`` (default: the episode
         ends with reward -1 and ``info["illegal_action"] = True``, PettingZoo's

@@ -166,12 +166,12 @@ def _legal_positions(v: Variant, white: str, black: str) -> tuple[tuple[bytes, i
             if len(wm) + len(bm) > v.width * v.height:
                 continue
             for board in _placements(v, wm, bm):
-                scratch._set_board(board, WHITE, 0, -1, 0, 1)
+                scratch.set_board(board, WHITE, 0, -1, 0, 1)
                 wk, bk = board.index(KING), board.index(KING | 8)
                 # Legal: the side *not* to move is not in check.
-                if not scratch._is_attacked(bk, WHITE):
+                if not scratch.is_attacked_square(bk, WHITE):
                     out.append((board, WHITE))
-                if not scratch._is_attacked(wk, BLACK):
+                if not scratch.is_attacked_square(wk, BLACK):
                     out.append((board, BLACK))
     return tuple(out)
 
@@ -181,7 +181,7 @@ def make_position(variant: str | Variant, pieces: bytes, turn: int) -> Position:
     v = get_variant(variant)
     pos = Position.__new__(Position)
     _core.Position.__init__(pos, v.rules, v)
-    pos._set_board(bytes(pieces), turn, 0, -1, 0, 1)
+    pos.set_board(bytes(pieces), turn, 0, -1, 0, 1)
     return pos
 
 
@@ -191,7 +191,7 @@ def _non_terminal(v: Variant, white: str, black: str) -> np.ndarray:
     scratch = _core.Position(v.rules)
     keep = []
     for i, (pieces, turn) in enumerate(_legal_positions(v, white, black)):
-        scratch._set_board(pieces, turn, 0, -1, 0, 1)
+        scratch.set_board(pieces, turn, 0, -1, 0, 1)
         if scratch.outcome_code()[0] == 0:
             keep.append(i)
     return np.array(keep, np.int64)

@@ -132,12 +132,11 @@ def _build_arrays(v: Variant, white: str, black: str) -> dict[str, np.ndarray]:
     n = len(positions)
     index = {pieces + bytes((turn,)): i for i, (pieces, turn) in enumerate(positions)}
     scratch = _core.Position(v.rules)
-    pop = _core.Position.pop  # the code, without building a Move
     parents, children = array("i"), array("i")
     terminal_value = np.full(n, 2, np.int8)
     outcome = np.zeros(n, np.int8)
     for i, (pieces, turn) in enumerate(positions):
-        scratch._set_board(pieces, turn, 0, -1, 0, 1)
+        scratch.set_board(pieces, turn, 0, -1, 0, 1)
         reason, winner = scratch.outcome_code()
         if reason:
             outcome[i] = reason
@@ -145,9 +144,9 @@ def _build_arrays(v: Variant, white: str, black: str) -> dict[str, np.ndarray]:
             continue
         for code in scratch.legal_move_codes():
             scratch.push_code(code)
-            child, child_turn = scratch.board_state()[:2]
-            pop(scratch)
-            j = index.get(child + bytes((child_turn,)))
+            child = scratch.board_state()
+            scratch.pop_code()
+            j = index.get(child.pieces + bytes((child.turn,)))
             if j is None:  # the armies are not closed under moves: a bug in positions.materials
                 raise RuntimeError(f"move {code} from position {i} leaves the table")
             parents.append(i)
@@ -302,9 +301,9 @@ class Tablebase:
         elif position.variant is not self.variant and rules_key(position.variant) != rules_key(self.variant):
             raise ValueError(f"position is of variant {position.variant.name!r}, "
                              f"the tablebase is for {self.variant.name!r}")
-        pieces, turn, castling, ep = position.board_state()[:4]
-        i = self._index.get(pieces + bytes((turn,)))
-        if i is None or castling or ep >= 0:
+        state = position.board_state()
+        i = self._index.get(state.pieces + bytes((state.turn,)))
+        if i is None or state.castling or state.ep_square >= 0:
             fen = position.fen() if isinstance(position, Position) else "the position"
             raise ValueError(f"{fen} is outside the {self.variant.name} tablebase "
                              f"(white {self.white}, black {self.black.lower()})")
@@ -325,14 +324,14 @@ class Tablebase:
         if self.outcome[i]:
             return []
         pos = self._scratch
-        pos._set_board(self.pieces[i].tobytes(), int(self.turn[i]), 0, -1, 0, 1)
+        pos.set_board(self.pieces[i].tobytes(), int(self.turn[i]), 0, -1, 0, 1)
         names = square_names(self.variant.width, self.variant.height)
         out = []
         for code, action in zip(pos.legal_move_codes(), pos.legal_actions()):
             pos.push_code(code)
-            pieces, turn = pos.board_state()[:2]
-            _core.Position.pop(pos)
-            j = self._index[pieces + bytes((turn,))]
+            child = pos.board_state()
+            pos.pop_code()
+            j = self._index[child.pieces + bytes((child.turn,))]
             d = int(self.dtm[j])
             out.append(MoveValue(_decode(code, names), action, -int(self.value[j]), None if d < 0 else d + 1))
         return out

@@ -154,6 +154,52 @@ def test_castling_and_en_passant_in_chess():
     assert pos.piece_at("a4") is None and pos.piece_at("a3") == "p"
 
 
+def test_move_codes_board_state_and_piece_values_agree_with_python_chess():
+    from minichess_envs.engine import (
+        FLAG_CASTLING, FLAG_DOUBLE_STEP, FLAG_EN_PASSANT, PIECE_VALUES, captured_type, move_flags, move_from,
+        move_promotion, move_to,
+    )
+
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+    assert PIECE_VALUES[:6] == (0, 1, 3, 3, 5, 9) and PIECE_VALUES[6] > max(PIECE_VALUES[:6])
+    rng = random.Random(7)
+    for _ in range(12):
+        board, pos = chess.Board(), Position("chess")
+        while not board.is_game_over() and board.ply() < 120:
+            state = pos.board_state()
+            assert (state.turn == BLACK) == (board.turn == chess.BLACK)
+            assert state.ep_square == (board.ep_square if board.has_legal_en_passant() else -1)
+            assert (state.halfmove, state.fullmove) == (board.halfmove_clock, board.fullmove_number)
+            for sq in range(64):
+                piece = board.piece_at(sq)
+                expected = 0 if piece is None else piece.piece_type | (8 if piece.color == chess.BLACK else 0)
+                assert state.pieces[sq] == expected
+            material = sum(v * (len(board.pieces(t, chess.WHITE)) - len(board.pieces(t, chess.BLACK)))
+                           for t, v in values.items())
+            assert pos.material_balance() == material
+            codes = {}
+            for code in pos.legal_move_codes():
+                move = chess.Move(move_from(code), move_to(code), move_promotion(code) or None)
+                codes[move] = code
+            assert set(codes) == set(board.legal_moves)
+            for move, code in codes.items():
+                flags = move_flags(code)
+                assert bool(flags & FLAG_CASTLING) == board.is_castling(move)
+                assert bool(flags & FLAG_EN_PASSANT) == board.is_en_passant(move)
+                double = board.piece_type_at(move.from_square) == chess.PAWN and abs(
+                    move.to_square - move.from_square) == 16
+                assert bool(flags & FLAG_DOUBLE_STEP) == double
+                taken = chess.PAWN if board.is_en_passant(move) else (board.piece_type_at(move.to_square) or 0)
+                assert captured_type(state.pieces, code) == (taken if board.is_capture(move) else 0)
+            move = rng.choice(list(codes))
+            board.push(move)
+            pos.push_code(codes[move])
+            assert pos.board_state().last_move == codes[move]
+        while pos.ply:  # pop_code undoes the moves, newest first
+            code = pos.board_state().last_move
+            assert pos.pop_code() == code and move_from(code) == board.pop().from_square
+
+
 def test_promotion_needs_its_piece_and_underpromotions_exist():
     pos = Position("gardner", "k4/2P2/5/5/4K w - - 0 1")
     assert {m.uci() for m in pos.legal_moves} >= {"c4c5q", "c4c5r", "c4c5b", "c4c5n"}

@@ -20,7 +20,6 @@ import agents
 from agents import RandomAgent
 from agents.perfect import PerfectAgent
 from minichess_envs import FenError, Position, Termination, get_variant
-from minichess_envs import _core
 from minichess_envs.positions import (
     PROBE_POSITIONS,
     START_POSITIONS,
@@ -64,7 +63,7 @@ def wins_within(pos, plies: int) -> bool:
     for code in pos.legal_move_codes():
         pos.push_code(code)
         ok = loses_within(pos, plies - 1)
-        _core.Position.pop(pos)
+        pos.pop_code()
         if ok:
             return True
     return False
@@ -80,7 +79,7 @@ def loses_within(pos, plies: int) -> bool:
     for code in pos.legal_move_codes():
         pos.push_code(code)
         ok = wins_within(pos, plies - 1)
-        _core.Position.pop(pos)
+        pos.pop_code()
         if not ok:
             return False
     return True
