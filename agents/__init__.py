@@ -4,6 +4,7 @@
 >>> agent = RandomAgent(seed=0)
 >>> agent.act(observation, action_mask)          # an action index  # doctest: +SKIP
 >>> agent = load("runs/alphazero_3x3/final")     # any saved agent  # doctest: +SKIP
+>>> choose_action(agent, position)               # a checked legal action  # doctest: +SKIP
 """
 
 from agents.base import Agent, CallableAgent, as_agent, load, register_agent
@@ -11,8 +12,10 @@ from agents.greedy import GreedyAgent
 from agents.minimax import MinimaxAgent
 from agents.random_agent import RandomAgent
 from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent
+from minichess_envs.players import choose_action, choose_actions, legal_action, player_name
 
 __all__ = [
     "Agent", "CallableAgent", "EngineError", "EngineNotFoundError", "GreedyAgent", "MinimaxAgent", "RandomAgent",
-    "UCIEngineAgent", "as_agent", "load", "register_agent",
+    "UCIEngineAgent", "as_agent", "choose_action", "choose_actions", "legal_action", "load", "player_name",
+    "register_agent",
 ]

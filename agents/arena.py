@@ -42,11 +42,11 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from agents.base import as_agent, to_action
 from agents.ratings import wilson_interval
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import WHITE, IllegalMoveError, Position
+from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Position, WHITE
 from minichess_envs.pgn import game_pgn
+from minichess_envs.players import check_player, legal_action, player_choice, player_name
 from minichess_envs.variants import get_variant
 
 RESULTS = ("1-0", "1/2-1/2", "0-1")
@@ -113,8 +113,10 @@ def play_game(
     if illegal not in ("raise", "forfeit"):
         raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")
     v = get_variant(variant)
-    players = (as_agent(white), as_agent(black))
-    names = tuple(getattr(p, "name", type(p).__name__) for p in players)
+    players = (white, black)
+    for player in players:
+        check_player(player)
+    names = tuple(player_name(p) for p in players)
     limit = v.ply_limit if ply_limit is None else int(ply_limit)
     encoding = encoding or ObservationEncoding(v)
     position = Position(v, start_fen)
@@ -129,13 +131,12 @@ def play_game(
     while outcome is None and position.ply < limit:
         mover = position.turn
         mask = position.action_mask()
-        choice = players[mover].act(encoding.encode(position), mask, position.copy())
-        action = _legal_action(position, mask, choice)
-        if action is None:
-            message = (f"{names[mover]} ({'white' if mover == WHITE else 'black'}) chose illegal action "
-                       f"{choice!r} in {position.fen()}")
+        choice = player_choice(players[mover], position, encoding, mask)
+        try:
+            action = legal_action(position, choice, f"{names[mover]} ({COLOR_NAMES[mover]})", mask)
+        except IllegalMoveError:
             if illegal == "raise":
-                raise IllegalMoveError(message)
+                raise
             result, termination = ("0-1" if mover == WHITE else "1-0"), ILLEGAL_MOVE
             break
         position.push_action(action)
@@ -160,15 +161,6 @@ def play_game(
         })
     return GameRecord(v.name, names[0], names[1], result, termination, position.ply, seed, round,
                       tuple(m.uci() for m in position.move_stack), position.root_fen, text)
-
-
-def _legal_action(position: Position, mask: np.ndarray, choice) -> int | None:
-    """The action of an agent's choice (action, Move or UCI), or ``None`` if it is not legal."""
-    try:
-        action = to_action(position, choice)
-    except (ValueError, TypeError):
-        return None
-    return action if 0 <= action < len(mask) and mask[action] else None
 
 
 # -- matches and tournaments -----------------------------------------------------
@@ -284,8 +276,10 @@ def run_tournament(
         ``pgn``, ``start_fen``).
     :returns: one :class:`MatchResult` per pairing, games in order.
     """
-    agents = [as_agent(a) for a in agents]
-    names = [getattr(a, "name", type(a).__name__) for a in agents]
+    agents = list(agents)
+    for agent in agents:
+        check_player(agent)
+    names = [player_name(a) for a in agents]
     if len(set(names)) < len(names):
         raise ValueError(f"agent names must be distinct (they label games and ratings): {names}")
     if pairings is None:

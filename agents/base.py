@@ -4,7 +4,8 @@ An agent chooses a legal action (an index of the variant's action encoding)
 from an observation and its legal-action mask; it may also look at the
 :class:`~minichess_envs.Position` itself (search agents, tablebases and engines
 do). Environments, the arena and the tablebase scorer accept any object with
-this ``act`` method, or a plain callable ``position -> move``.
+this ``act`` method, or a plain callable ``position -> move``, and ask it for a
+move through :mod:`minichess_envs.players` (re-exported by ``agents``).
 
 Saved agents are directories holding ``agent.json`` (which registered class to
 load and its settings) plus whatever the class needs (weights, ...); :func:`load`
@@ -19,6 +20,8 @@ import os
 from typing import Any, Callable
 
 import numpy as np
+
+from minichess_envs.players import check_player, legal_action
 
 MANIFEST = "agent.json"
 MANIFEST_VERSION = 1
@@ -209,20 +212,10 @@ class CallableAgent(Agent):
     def act(self, observation, action_mask, position=None) -> int:
         if position is None:
             raise ValueError(f"agent {self.name!r} is a function of the position; pass position=")
-        return to_action(position, self.choose(position))
-
-
-def to_action(position, choice) -> int:
-    """An action index from an action, a Move or a UCI string chosen in ``position``."""
-    if isinstance(choice, (int, np.integer)) and not isinstance(choice, bool):
-        return int(choice)
-    return position.move_to_action(choice)
+        return legal_action(position, self.choose(position), self.name)
 
 
 def as_agent(player) -> Agent:
     """``player`` itself if it has ``act``, else a :class:`CallableAgent` around it."""
-    if hasattr(player, "act"):
-        return player
-    if callable(player):
-        return CallableAgent(player)
-    raise TypeError(f"expected an agent (with .act) or a callable position -> move, got {type(player).__name__}")
+    check_player(player)
+    return player if hasattr(player, "act") else CallableAgent(player)

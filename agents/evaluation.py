@@ -15,11 +15,11 @@ import dataclasses
 
 import numpy as np
 
-from agents.base import as_agent, to_action
 from agents.ratings import wilson_interval
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import BLACK, WHITE, IllegalMoveError, Position
+from minichess_envs.engine import BLACK, WHITE, Position
 from minichess_envs.env import Duel, Opponent
+from minichess_envs.players import check_player, choose_actions, player_name
 from minichess_envs.variants import get_variant
 
 
@@ -75,7 +75,8 @@ def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str
     """
     if color not in ("white", "black"):
         raise ValueError(f"color must be 'white' or 'black', not {color!r}")
-    player = as_agent(agent)
+    check_player(agent)
+    player, name = agent, player_name(agent)
     v = get_variant(variant)
     encoding = ObservationEncoding(v)
     limit = v.ply_limit if ply_limit is None else int(ply_limit)
@@ -93,18 +94,9 @@ def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str
         live = list(range(len(duels)))
         while live:
             positions = [duels[i].position for i in live]
-            masks = np.stack([p.action_mask() for p in positions])
-            if hasattr(player, "act_batch"):
-                observations = np.stack([encoding.encode(p) for p in positions])
-                choices = player.act_batch(observations, masks, [p.copy() for p in positions])
-            else:
-                choices = [player.act(encoding.encode(p), m, p.copy()) for p, m in zip(positions, masks)]
+            actions = choose_actions(player, positions, encoding, name=name)
             still = []
-            for i, position, mask, choice in zip(live, positions, masks, choices):
-                action = to_action(position, choice)
-                if not (0 <= action < len(mask) and mask[action]):
-                    raise IllegalMoveError(f"{getattr(player, 'name', 'agent')} chose illegal action {action} "
-                                           f"in {position.fen()}")
+            for i, position, action in zip(live, positions, actions):
                 reward, terminated, truncated_now, _ = duels[i].play(action)
                 if not (terminated or truncated_now):
                     still.append(i)

@@ -33,6 +33,7 @@ from gymnasium.utils import seeding
 from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, WHITE, IllegalMoveError, Position, Termination, _check_action
 from minichess_envs.pgn import game_pgn
+from minichess_envs.players import check_player, choose_action, player_name
 from minichess_envs.render import Renderer
 from minichess_envs.variants import Variant, get_variant
 
@@ -70,18 +71,18 @@ class Opponent:
     """Chooses the opponent's moves: the env's seeded random player, an agent, or a function.
 
     An agent is any object with ``act(observation, action_mask, position) -> action``;
-    a function takes the position and returns an action, a ``Move`` or a UCI string.
+    a function takes the position and returns an action, a ``Move`` or a UCI string
+    (:mod:`minichess_envs.players`).
     """
 
     def __init__(self, player, encoding: ObservationEncoding, reset_player: bool = True):
+        if player is not None:
+            check_player(player, "opponent")
         self.player = player
         self.encoding = encoding
         self.reset_player = reset_player  # False when several games share one player
         self.state = 1  # of the random player's generator
-        self.name = "random" if player is None else getattr(player, "name", getattr(player, "__name__", "opponent"))
-        if player is not None and not (hasattr(player, "act") or callable(player)):
-            raise TypeError(f"opponent must be an agent (with .act) or a function position -> move, "
-                            f"not {type(player).__name__}")
+        self.name = "random" if player is None else player_name(player)
 
     def reset(self, np_random: np.random.Generator) -> None:
         self.state = int(np_random.integers(1, 2**63))  # seeded from the env's generator
@@ -93,23 +94,12 @@ class Opponent:
             actions = position.legal_actions()
             self.state, k = random_pick(self.state, len(actions))
             return actions[k]
-        if hasattr(self.player, "act"):
-            choice = self.player.act(self.encoding.encode(position), position.action_mask(), position.copy())
-        else:
-            choice = self.player(position.copy())  # a copy: the opponent cannot change the game
-        return self.checked(position, choice)
+        return choose_action(self.player, position, self.encoding, name=self.label)
 
-    def checked(self, position: Position, choice) -> int:
-        """The action of the player's choice (action, Move or UCI); ``IllegalMoveError`` if illegal."""
-        if isinstance(choice, (int, np.integer)) and not isinstance(choice, bool):
-            action = int(choice)
-            if action not in position.legal_actions():
-                raise IllegalMoveError(f"opponent {self.name!r} chose illegal action {action} in {position.fen()}")
-            return action
-        try:
-            return position.move_to_action(choice)
-        except (ValueError, TypeError) as exc:
-            raise IllegalMoveError(f"opponent {self.name!r} chose {choice!r} in {position.fen()}: {exc}") from None
+    @property
+    def label(self) -> str:
+        """How errors name the opponent."""
+        return f"opponent {self.name!r}"
 
 
 class Duel:

@@ -43,6 +43,7 @@ import numpy as np
 from minichess_envs import _core
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, Move, Position, Termination, _decode, square_names
+from minichess_envs.players import choose_actions
 from minichess_envs.positions import PROBE_POSITIONS, _check, _legal_positions, make_position
 from minichess_envs.variants import Variant, get_variant
 
@@ -498,13 +499,13 @@ def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed:
                 progress: Callable[[int, int], None] | None = None) -> AgentScore:
     """Score an agent's move in every non-terminal position (or a seeded sample of ``sample`` of them).
 
-    ``agent`` is anything with ``act(observation, action_mask, position)`` (and
-    optionally ``act_batch``), or a callable ``position -> move`` (an action, a
-    :class:`Move` or a UCI string). Observations come from ``encoding``
+    ``agent`` is a player (:mod:`minichess_envs.players`): anything with
+    ``act(observation, action_mask, position)`` (and optionally ``act_batch``),
+    or a callable ``position -> move``. Observations come from ``encoding``
     (default ``ObservationEncoding(variant)``). ``indices`` picks table rows
     instead. ``value_fn(positions) -> values`` (from the side to move) scores a
     value head too. ``progress(done, total)`` is called after every batch. An
-    illegal action raises ``ValueError``.
+    illegal move raises ``IllegalMoveError`` (a ``ValueError``).
     """
     tb = tablebase
     if indices is None:
@@ -519,15 +520,9 @@ def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed:
     for start in range(0, len(indices), batch_size):
         chunk = indices[start:start + batch_size]
         positions = [tb.position(int(i)) for i in chunk]
-        masks = np.stack([p.action_mask() for p in positions])
-        actions = _act(agent, positions, masks, encoding)
-        for k, (i, pos, action) in enumerate(zip(chunk, positions, actions)):
-            action = int(action)
-            moves = {m.action: m for m in tb.row_move_values(int(i))}
-            if action not in moves:
-                raise ValueError(f"agent {getattr(agent, 'name', agent)!r} chose illegal action {action} "
-                                 f"in {tb.fen(int(i))}")
-            m = moves[action]
+        actions = choose_actions(agent, positions, encoding)
+        for k, (i, action) in enumerate(zip(chunk, actions)):
+            m = next(m for m in tb.row_move_values(int(i)) if m.action == action)
             move_value[start + k] = m.value
             dtm_optimal[start + k] = m.value == tb.value[i] and (-1 if m.dtm is None else m.dtm) == tb.dtm[i]
         if value_fn is not None:
@@ -537,19 +532,3 @@ def score_agent(agent, tablebase: Tablebase, *, sample: int | None = None, seed:
     return AgentScore(indices, tb.turn[indices].copy(), tb.value[indices].astype(np.int8), move_value,
                       dtm_optimal, predicted, draw_margin)
 
-
-def _act(agent, positions: list[Position], masks: np.ndarray, encoding) -> list[int]:
-    """Actions of an agent (or of a callable ``position -> move``) for a batch of positions."""
-    if not hasattr(agent, "act"):
-        if not callable(agent):
-            raise TypeError(f"expected an agent (with .act) or a callable position -> move, got {type(agent).__name__}")
-        out = []
-        for pos in positions:
-            choice = agent(pos.copy())
-            out.append(int(choice) if isinstance(choice, (int, np.integer)) and not isinstance(choice, bool)
-                       else pos.move_to_action(choice))
-        return out
-    observations = np.stack([encoding.encode(p) for p in positions])
-    if hasattr(agent, "act_batch"):
-        return list(agent.act_batch(observations, masks, positions))
-    return [agent.act(o, m, p) for o, m, p in zip(observations, masks, positions)]

@@ -51,6 +51,7 @@ from minichess_envs.env import (
     episode_pgn,
     observation_space,
 )
+from minichess_envs.players import choose_actions
 from minichess_envs.render import render_ansi, render_rgb
 from minichess_envs.variants import Variant, get_variant
 
@@ -107,7 +108,6 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
                  max_episode_steps)
             for _ in range(self.num_envs)
         ]
-        self._batched_opponent = opponent is not None and hasattr(opponent, "act_batch")
         self._fast = opponent is None  # the C path plays the env's own random opponent
         self.reward_mode, self.material_scale = reward, material_scale
         self.max_episode_steps = max_episode_steps
@@ -338,13 +338,8 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
 
     def _replies(self, games: list[int]) -> list[int]:
         """The opponent's actions in these games: one ``act_batch`` call if it has one."""
-        if not self._batched_opponent or not games:
-            return [self.duels[i].opponent.choose(self.duels[i].position) for i in games]
         positions = [self.duels[i].position for i in games]
-        obs = np.stack([self.encoding.encode(p) for p in positions])
-        masks = np.stack([p.action_mask() for p in positions])
-        choices = self.opponent_player.act_batch(obs, masks, [p.copy() for p in positions])
-        return [self.duels[i].opponent.checked(p, c) for i, p, c in zip(games, positions, choices)]
+        return choose_actions(self.opponent_player, positions, self.encoding, name=self.duels[0].opponent.label)
 
     def _observations(self, ended: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Observations and masks of every game; games in ``ended`` without a legal move get ``NO_OP_ACTION``."""
