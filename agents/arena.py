@@ -25,7 +25,7 @@ Illegal moves
 Seeds
     Game ``i`` of a match with seed ``s`` has seed ``game_seed(s, i)``; at its
     start each agent gets ``reset(seed)`` with a seed derived from it and its
-    colour. Every game depends only on its seed, so results are reproducible
+    color. Every game depends only on its seed, so results are reproducible
     and do not depend on the number of worker processes.
 """
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from agents.ratings import wilson_interval
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Position, WHITE
+from minichess_envs.engine import COLOR_NAMES, WHITE, IllegalMoveError, Position
 from minichess_envs.pgn import game_pgn
 from minichess_envs.players import check_player, legal_action, player_choice, player_name
 from minichess_envs.variants import get_variant
@@ -54,29 +54,35 @@ PLY_LIMIT = "ply limit"
 ILLEGAL_MOVE = "illegal move"
 
 
+def termination_name(outcome) -> str:
+    """How a game ended, for records and PGN: ``"checkmate"``, ``"insufficient material"``, ...;
+    ``"ply limit"`` when ``outcome`` is ``None`` (the game was stopped)."""
+    return PLY_LIMIT if outcome is None else outcome.termination.name.lower().replace("_", " ")
+
+
 def game_seed(match_seed: int, index: int) -> int:
     """The seed of game ``index`` of a match (a 63-bit integer)."""
     return int(np.random.SeedSequence([match_seed, index]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def _agent_seed(seed: int, colour: int) -> int:
-    return int(np.random.SeedSequence([seed, colour]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+def _agent_seed(seed: int, color: int) -> int:
+    return int(np.random.SeedSequence([seed, color]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 @dataclasses.dataclass(frozen=True)
 class GameRecord:
-    """One finished game."""
+    """One finished game: of the arena (:func:`play_game`) or of AlphaZero's self-play."""
 
     variant: str
     white: str
     black: str
     result: str  # "1-0", "1/2-1/2" or "0-1"
-    termination: str  # "checkmate", "stalemate", ..., "ply limit", "illegal move"
-    plies: int
-    seed: int
-    round: str
+    termination: str  # see termination_name: "checkmate", ..., "ply limit", "illegal move"
+    plies: int  # moves played from start_fen
     moves: tuple[str, ...]  # UCI, from start_fen
     start_fen: str
+    seed: int | None = None  # the game's own seed (arena games have one)
+    round: str = "?"  # PGN round
     pgn: str | None = None
 
     def score(self, player: str) -> float:
@@ -120,9 +126,9 @@ def play_game(
     limit = v.ply_limit if ply_limit is None else int(ply_limit)
     encoding = encoding or ObservationEncoding(v)
     position = Position(v, start_fen)
-    for colour, player in enumerate(players):
+    for color, player in enumerate(players):
         if hasattr(player, "reset"):
-            player.reset(_agent_seed(seed, colour))
+            player.reset(_agent_seed(seed, color))
     opening = np.random.default_rng(_agent_seed(seed, 2))
     while position.ply < min(opening_plies, limit) and position.outcome() is None:
         actions = position.legal_actions()
@@ -142,10 +148,7 @@ def play_game(
         position.push_action(action)
         outcome = position.outcome()
     if termination is None:
-        if outcome is None:
-            result, termination = "1/2-1/2", PLY_LIMIT
-        else:
-            result, termination = outcome.result(), outcome.termination.name.lower().replace("_", " ")
+        result, termination = ("1/2-1/2" if outcome is None else outcome.result()), termination_name(outcome)
     text = None
     if pgn:
         text = game_pgn(position, {
@@ -159,8 +162,8 @@ def play_game(
             "Seed": str(seed),
             **({"OpeningPlies": str(opening_plies)} if opening_plies else {}),
         })
-    return GameRecord(v.name, names[0], names[1], result, termination, position.ply, seed, round,
-                      tuple(m.uci() for m in position.move_stack), position.root_fen, text)
+    return GameRecord(v.name, names[0], names[1], result, termination, position.ply,
+                      tuple(m.uci() for m in position.move_stack), position.root_fen, seed, round, text)
 
 
 # -- matches and tournaments -----------------------------------------------------
@@ -197,23 +200,23 @@ class Tally:
         return f"+{self.wins} ={self.draws} -{self.losses} ({100 * self.score:.1f}% [{100 * low:.1f}, {100 * high:.1f}])"
 
 
-def tally(games: Iterable[GameRecord], player: str, opponent: str | None = None, colour: str | None = None) -> Tally:
-    """``player``'s results over ``games`` (only against ``opponent`` / as ``colour``, if given)."""
-    if colour not in (None, "white", "black"):
-        raise ValueError(f"colour must be 'white', 'black' or None, not {colour!r}")
+def tally(games: Iterable[GameRecord], player: str, opponent: str | None = None, color: str | None = None) -> Tally:
+    """``player``'s results over ``games`` (only against ``opponent`` / as ``color``, if given)."""
+    if color not in (None, "white", "black"):
+        raise ValueError(f"color must be 'white', 'black' or None, not {color!r}")
     w = d = l = 0
     for g in games:
         if player not in (g.white, g.black) or (opponent and opponent not in (g.white, g.black)):
             continue
-        if colour and (g.white if colour == "white" else g.black) != player:
+        if color and (g.white if color == "white" else g.black) != player:
             continue
         s = g.score(player)
         w, d, l = w + (s == 1), d + (s == 0.5), l + (s == 0)
     return Tally(w, d, l)
 
 
-def colour_tally(games: Iterable[GameRecord]) -> Tally:
-    """White's results over ``games`` (wins = White wins, losses = Black wins): the colour balance."""
+def color_tally(games: Iterable[GameRecord]) -> Tally:
+    """White's results over ``games`` (wins = White wins, losses = Black wins): the color balance."""
     w = d = l = 0
     for g in games:
         w, d, l = w + (g.result == "1-0"), d + (g.result == "1/2-1/2"), l + (g.result == "0-1")
@@ -228,13 +231,13 @@ class MatchResult:
     b: str
     games: list[GameRecord]
 
-    def tally(self, player: str | None = None, colour: str | None = None) -> Tally:
-        return tally(self.games, player or self.a, colour=colour)
+    def tally(self, player: str | None = None, color: str | None = None) -> Tally:
+        return tally(self.games, player or self.a, color=color)
 
     def summary(self) -> str:
         lines = [f"{self.a} vs {self.b}: {self.tally()}"]
-        for colour in ("white", "black"):
-            lines.append(f"  {self.a} as {colour}: {self.tally(colour=colour)}")
+        for color in ("white", "black"):
+            lines.append(f"  {self.a} as {color}: {self.tally(color=color)}")
         return "\n".join(lines)
 
 
@@ -265,7 +268,7 @@ def run_tournament(
     progress: Callable[[GameRecord, int, int], None] | None = None,
     **game_options,
 ) -> list[MatchResult]:
-    """Play ``games`` games for every pairing (default: round-robin), colours alternating.
+    """Play ``games`` games for every pairing (default: round-robin), colors alternating.
 
     :param agents: agents with distinct names.
     :param pairings: ``(i, j)`` index pairs to play (default: all ``i < j``).

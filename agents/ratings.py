@@ -12,7 +12,7 @@ counts as half a win and half a loss. The anchor (``random``) is fixed at 0.
 Confidence intervals are profile-likelihood intervals: the set of ratings
 ``x`` for which ``2 * (logL_max - max logL given r_i = x)`` stays below the
 chi-square(1) quantile (3.841 at 95%); the other ratings are re-fitted at
-every ``x``. No colour advantage is modelled: the arena alternates colours.
+every ``x``. No color advantage is modelled: the arena alternates colors.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ BASELINES = ("random", "greedy")
 def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: int = 500, seed: int = 0) -> list[dict]:
     """Win rates of the baseline players against the random player, computed now.
 
-    One row per baseline and colour: ``versus_random`` over ``games`` games (the same protocol as
+    One row per baseline and color: ``versus_random`` over ``games`` games (the same protocol as
     the trained agents' rows), so a trained agent's win rate can be read against random play and
     against greedy capture (which wins most games under king capture by taking an exposed king).
     """

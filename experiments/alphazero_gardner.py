@@ -6,8 +6,8 @@
     python -m experiments.alphazero_gardner --iterations 2   # as a module, from the repository root
 
 Every iteration the raw policy (no search) plays a quick match against the
-random player with each colour; at the end the searching agent plays
-``--final-games`` games with each colour against random (Wilson intervals),
+random player with each color; at the end the searching agent plays
+``--final-games`` games with each color against random (Wilson intervals),
 and shorter matches against minimax and Fairy-Stockfish (if installed).
 Writes runs/alphazero_gardner/: report.md, metrics.csv, *.png, checkpoint/, tensorboard/, agent/.
 """
@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--games", type=int, default=256, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="per move, in self-play and evaluation")
-    parser.add_argument("--eval-games", type=int, default=100, help="raw-policy games per colour, each iteration")
-    parser.add_argument("--final-games", type=int, default=500, help="games per colour against random at the end")
+    parser.add_argument("--eval-games", type=int, default=100, help="raw-policy games per color, each iteration")
+    parser.add_argument("--final-games", type=int, default=500, help="games per color against random at the end")
     parser.add_argument("--opponent-games", type=int, default=40, help="games against minimax / Fairy-Stockfish")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     )
 
     def evaluate(net, encoding, iteration):
-        """The raw policy (argmax, no search) against random with both colours."""
+        """The raw policy (argmax, no search) against random with both colors."""
         raw = AlphaZeroAgent(net, "gardner", config.history, config.last_move, simulations=0)
         row = {}
         for color in ("white", "black"):
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
         if hasattr(opponent, "close"):
             opponent.close()
-    print(f"baselines: random and greedy against random, {args.final_games} games per colour ...", flush=True)
+    print(f"baselines: random and greedy against random, {args.final_games} games per color ...", flush=True)
     baseline_rows = baselines("gardner", games=args.final_games, seed=1_000_000)
     final_seconds = time.perf_counter() - t0
     write_report(args, config, state, vs_random, head_to_head, baseline_rows, final_seconds,
@@ -155,7 +155,7 @@ Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min, 
 ## Matches
 
 Against random: the environments' seeded random player, game i seeded 1,000,000 + i. Against minimax
-and Fairy-Stockfish: `agents.arena.play_match`, colours alternating, two random opening plies per game
+and Fairy-Stockfish: `agents.arena.play_match`, colors alternating, two random opening plies per game
 (the engines and minimax are deterministic), seed 7. Intervals are Wilson 95%.
 
 {table}

@@ -1,4 +1,4 @@
-"""PPO and AlphaZero on one footing: same variant, same opponents, same games per colour, same seeds.
+"""PPO and AlphaZero on one footing: same variant, same opponents, same games per color, same seeds.
 
     python experiments/compare.py                           # 3x3 and gardner
     python experiments/compare.py --variant 3x3 --games 500 --h2h-games 100
@@ -6,19 +6,19 @@
 
 For each variant the players are
 
-* PPO: the greedy PPO policy (both colours; on gardner the white and black
+* PPO: the greedy PPO policy (both colors; on gardner the white and black
   policies of ``experiments/ppo_gardner.py`` under the AlphaZero run's rules,
-  joined by ``ByColorAgent``; on 3x3 one policy trained as either colour from
+  joined by ``ByColorAgent``; on 3x3 one policy trained as either color from
   random legal starts). A missing PPO policy is trained here first (RLlib,
   ``--ppo-steps`` env steps) under runs/compare/;
 * AlphaZero: ``runs/alphazero_<variant>/agent`` with its search, and its raw
   policy (no search). Absent runs are reported as absent and skipped.
 
 Protocol, identical for every player: ``versus_random`` over ``--games`` games
-per colour (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
+per color (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
 every non-terminal position; head to head, ``--h2h-games`` games in pairs:
 each pair starts from the same ``--opening-plies`` random plies (both players
-are deterministic) and swaps colours, seeds ``game_seed(0, k)``. Training
+are deterministic) and swaps colors, seeds ``game_seed(0, k)``. Training
 cost: env steps (PPO: a learner move plus the random reply; AlphaZero:
 self-play positions, one ply each), training wall-clock without evaluation,
 and the CPU cores the run used.
@@ -65,9 +65,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--variant", choices=("3x3", "gardner", "both"), default="both")
     p.add_argument("--out", default="runs/compare")
     p.add_argument("--runs", default="runs", help="where the AlphaZero and PPO runs are")
-    p.add_argument("--games", type=int, default=1000, help="games per colour against the random player")
+    p.add_argument("--games", type=int, default=1000, help="games per color against the random player")
     p.add_argument("--h2h-games", type=int, default=200,
-                   help="PPO against each AlphaZero player, in colour-swapped pairs")
+                   help="PPO against each AlphaZero player, in color-swapped pairs")
     p.add_argument("--opening-plies", type=int, default=2, help="random plies at the start of head-to-head games")
     p.add_argument("--ppo-steps", type=int, default=250_000, help="env steps for a PPO policy trained here")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -119,7 +119,7 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
 
     if variant == "3x3":
         run = os.path.join(args.out, "ppo_3x3")
-        # From random legal starts as either colour (AlphaZero's 3x3 curriculum starts 75% of its games
+        # From random legal starts as either color (AlphaZero's 3x3 curriculum starts 75% of its games
         # there); gamma 0.9: on 3x3 it beat the seed's 0.3 against random from the start position, with the
         # same tablebase score, in a 120k-step trial of each.
         settings = PPOSettings(variant="3x3", start="random", agent_color="random", gamma=0.9,
@@ -188,7 +188,7 @@ def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:
 
 
 def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
-    """Games in pairs: each random opening is played twice, colours swapped, so no side keeps a lucky start.
+    """Games in pairs: each random opening is played twice, colors swapped, so no side keeps a lucky start.
 
     The arena draws a game's opening plies from its seed alone, so both games of a pair open alike.
     """
@@ -203,7 +203,7 @@ def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
            "ppo_wins": total.wins, "draws": total.draws, "ppo_losses": total.losses, "ppo_score": total.score,
            "ppo_score_low": lo, "ppo_score_high": hi}
     for color in COLORS:
-        t = tally(records, ppo.agent.name, colour=color)
+        t = tally(records, ppo.agent.name, color=color)
         row[f"ppo_as_{color}"] = f"+{t.wins} ={t.draws} -{t.losses}"
     return row
 
@@ -276,15 +276,15 @@ def report(rows: list[dict], h2h: list[dict], baseline_rows: list[dict], notes: 
     note_text = "".join(f"\n- {n}" for n in notes)
     return f"""# PPO and AlphaZero on one footing
 
-Same protocol for every player: {args.games:,} games per colour against the environments' random player
+Same protocol for every player: {args.games:,} games per color against the environments' random player
 (`agents.evaluation.versus_random`, seed 0, deterministic play); on 3x3 the move in every non-terminal
 position scored against the exact tablebase (`score_agent`); head to head {args.h2h_games} games,
-in pairs from {args.opening_plies} random opening plies, colours swapped within a pair (so a lucky opening
+in pairs from {args.opening_plies} random opening plies, colors swapped within a pair (so a lucky opening
 counts for both sides; `agents.arena.play_game`, seeds `game_seed(0, k)`).
 
 {table}
 
-Baselines, the same protocol ({args.games:,} games per colour against random, seed 0):
+Baselines, the same protocol ({args.games:,} games per color against random, seed 0):
 
 {baseline_table(baseline_rows)}
 

@@ -9,7 +9,7 @@ Agents: random, greedy, minimax at ``--depths``, Fairy-Stockfish (Stockfish for
 8x8) at ``--nodes`` where the variant has a UCI_Variant and the binary is
 installed, PerfectAgent for 3x3 (if ``agents.perfect`` is there), and every
 checkpoint found under ``--runs`` (a directory with ``agent.json`` whose agent
-names its variant). Each pairing plays ``--games`` games, colours alternating.
+names its variant). Each pairing plays ``--games`` games, colors alternating.
 Elo is fitted over all games of a variant with random fixed at 0. The
 reference row is random against random over ``--reference-games`` games.
 
@@ -29,7 +29,7 @@ import time
 import agents
 from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.arena import (
-    all_games, close_agents, colour_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
+    all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
 )
 from agents.ratings import elo_mle
 from agents.runs import machine, machine_text
@@ -90,10 +90,10 @@ def variant_agents(variant: str, args, checkpoints) -> list:
 
 
 def reference(variant: str, games: int, seed: int):
-    """Random against random: the colour balance of the variant."""
+    """Random against random: the color balance of the variant."""
     player = RandomAgent()
     records = [play_game(player, player, variant, game_seed(seed, i), pgn=False) for i in range(games)]
-    return colour_tally(records), sum(r.plies for r in records) / max(1, games)
+    return color_tally(records), sum(r.plies for r in records) / max(1, games)
 
 
 def pct(x: float) -> str:
@@ -105,7 +105,7 @@ def ci(low: float, high: float, scale: float = 100, digits: int = 1) -> str:
 
 
 def standings(variant, names, matches, prior_draws):
-    """One row per agent: Elo, its interval, results against random (per colour) and overall."""
+    """One row per agent: Elo, its interval, results against random (per color) and overall."""
     games = all_games(matches)
     ratings = elo_mle(rating_results(games), anchor="random", prior_draws=prior_draws, players=names)
     rows = []
@@ -272,7 +272,7 @@ def main(argv=None) -> None:
         print(f"[{variant}] {len(all_games(matches))} games in {time.perf_counter() - t0:.0f} s")
 
     header = (f"# Leaderboard\n\n{datetime.datetime.now():%Y-%m-%d %H:%M}, seed {args.seed}, {args.games} games per "
-              f"pairing (colours alternate), {args.opening_plies} random opening plies. Elo: maximum likelihood "
+              f"pairing (colors alternate), {args.opening_plies} random opening plies. Elo: maximum likelihood "
               f"(logistic model, draws half a point) over all games of the variant, random = 0, with "
               f"{args.prior_draws:g} virtual draw(s) per pairing so that all-win scores stay finite; 95% "
               "profile-likelihood intervals. Scores: Wilson 95% intervals. Games reaching the ply limit are "

@@ -22,7 +22,7 @@ change of material lead / 600: Alpha-Mini's king 60000 / pawn 100), gamma
 
 Every policy is then evaluated deterministically (argmax over legal moves)
 with ``agents.evaluation.versus_random`` over ``--final-games`` games (seed 0)
-under both rule sets, as the colour it trained as. During training, 200 games
+under both rule sets, as the color it trained as. During training, 200 games
 per iteration (seed 10000) give the learning curves.
 
 Our batch settings differ from the seed's (train batch 1000, minibatch 100,
@@ -32,7 +32,7 @@ head, sampled from 32 games at once through the native vector env, all in one
 process with one torch thread; see the report for the measured speed.
 
 Writes under ``--out`` (default runs/ppo_gardner/): one directory per policy
-(``<backend>_<rules>_<colour>/``: checkpoint/, agent/, metrics.csv), report.md,
+(``<backend>_<rules>_<color>/``: checkpoint/, agent/, metrics.csv), report.md,
 results.csv, win_rate_vs_steps.png, win_rate_vs_time.png; ``--selfplay`` adds
 selfplay/ (steps.csv, selfplay.md, selfplay.png), ``--sweep`` adds sweep/
 (sweep.csv, sweep.md). Load a policy with ``agents.load(".../agent")``.
@@ -71,7 +71,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=250_000, help="env steps (learner moves) per policy")
     p.add_argument("--minutes", type=float, default=None, help="wall-clock limit per policy (whichever first)")
     p.add_argument("--eval-games", type=int, default=200, help="games per iteration for the learning curves")
-    p.add_argument("--final-games", type=int, default=1000, help="games per colour and rule set at the end")
+    p.add_argument("--final-games", type=int, default=1000, help="games per color and rule set at the end")
     p.add_argument("--resume", action="store_true", help="continue the runs found under --out")
     # PPO (defaults: PPOSettings, i.e. the seed's gamma / lambda / entropy and our batch sizes)
     d = PPOSettings()
@@ -89,7 +89,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     # the Alpha-Mini procedure
     p.add_argument("--selfplay", action="store_true", help="run the Alpha-Mini procedure instead")
     p.add_argument("--selfplay-steps", type=int, default=8, help="procedure steps k = 1..N")
-    p.add_argument("--steps-per-policy", type=int, default=40_000, help="env steps per colour and step")
+    p.add_argument("--steps-per-policy", type=int, default=40_000, help="env steps per color and step")
     p.add_argument("--eps", type=float, default=0.5, help="the opponents' random-move probability")
     p.add_argument("--selfplay-games", type=int, default=500, help="games against random after each step")
     # the gamma x lambda sweep
@@ -244,16 +244,16 @@ def write_report(args, runs, results, baseline_rows, wall: float, measured_on: s
     text = f"""# PPO with GAE on Gardner minichess ({args.backend})
 
 Seed 002 (Alpha-Mini) reproduced: PPO with GAE against the uniformly random player, material shaping,
-gamma {s.gamma}, lambda {s.lambda_}. Each policy trained as one colour under one rule set for up to
+gamma {s.gamma}, lambda {s.lambda_}. Each policy trained as one color under one rule set for up to
 {args.steps:,} env steps (one env step = the learner's move and the random reply), then played
-{args.final_games:,} games per rule set as that colour against the random player, greedily (argmax over legal
+{args.final_games:,} games per rule set as that color against the random player, greedily (argmax over legal
 moves), `agents.evaluation.versus_random(..., seed=0)`.
 
 {verdict}
 
 {table}
 
-Baselines, the same protocol (`versus_random`, seed 0, {args.final_games:,} games per colour and rule set):
+Baselines, the same protocol (`versus_random`, seed 0, {args.final_games:,} games per color and rule set):
 
 {baseline_table(baseline_rows)}
 
@@ -280,7 +280,7 @@ steps per policy = {args.steps:,}
 {settings}
 ```
 
-Policies: `agents.load("{out}/<backend>_<rules>_<colour>/agent")` (plain torch; Ray/SB3 not needed);
+Policies: `agents.load("{out}/<backend>_<rules>_<color>/agent")` (plain torch; Ray/SB3 not needed);
 checkpoints in `<run>/checkpoint/` (resume with `--resume`), TensorBoard logs in `<run>/tensorboard/`.
 """
     with open(os.path.join(out, "report.md"), "w") as f:
@@ -311,7 +311,7 @@ def run_selfplay(args) -> int:
                 f"Alpha-Mini procedure ({args.backend}, {rules}, eps {args.eps}): win rate against random "
                 f"({args.selfplay_games} games)", hline=(SEED_RESULT, "seed's single-agent 0.966"))
     table = markdown_table(
-        ["k", "white k vs random [95%]", "black k vs random [95%]", "env steps (per colour)", "training time"],
+        ["k", "white k vs random [95%]", "black k vs random [95%]", "env steps (per color)", "training time"],
         [[r["step"], f"{r['white_win_rate_white']:.3f} [{r['white_win_low_white']:.3f}, "
                      f"{r['white_win_high_white']:.3f}]",
           f"{r['black_win_rate_black']:.3f} [{r['black_win_low_black']:.3f}, {r['black_win_high_black']:.3f}]",
@@ -324,11 +324,11 @@ against white k-1, each opponent playing a uniformly random legal move with prob
 random player (the seed's untrained w0, b0). Policy k starts from policy k-1's weights. {args.steps_per_policy:,}
 env steps per policy and step (the seed: 25k per iteration), material shaping, gamma {settings.gamma},
 lambda {settings.lambda_}. After every step each new policy plays {args.selfplay_games} games against the random
-player as its colour (the seed's figure 3: `selfplay.png`).
+player as its color (the seed's figure 3: `selfplay.png`).
 
 {table}
 
-Baselines against the random player, the same number of games per colour:
+Baselines against the random player, the same number of games per color:
 
 {baseline_table(baseline_rows)}
 

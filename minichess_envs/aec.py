@@ -140,10 +140,10 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """The board from ``agent``'s side; the mask as the module docstring describes."""
-        colour = AGENTS.index(agent)
+        color = AGENTS.index(agent)
         obs = np.empty(self.encoding.shape, np.float32)
-        self.position.write_observation(obs, self.encoding.history, self.encoding.last_move, colour)
-        if colour == self.position.turn:
+        self.position.write_observation(obs, self.encoding.history, self.encoding.last_move, color)
+        if color == self.position.turn:
             mask = self.position.action_mask()
         else:
             mask = np.zeros(self.variant.num_actions, np.int8)
@@ -165,8 +165,8 @@ class raw_env(AECEnv):
             self.infos[a] = {"move": self.position.peek().uci()}
         outcome = self.position.outcome()
         if outcome is not None:
-            for colour, a in enumerate(AGENTS):
-                self.rewards[a] = 0 if outcome.winner is None else (1 if outcome.winner == colour else -1)
+            for color, a in enumerate(AGENTS):
+                self.rewards[a] = 0 if outcome.winner is None else (1 if outcome.winner == color else -1)
                 self.terminations[a] = True
                 self.infos[a]["outcome"] = outcome.termination.name.lower()
         elif self.position.ply >= self.ply_limit:

@@ -121,7 +121,7 @@ class ObservationEncoding:
     Channels, in order (``n`` = piece types of the variant, order P N B R Q K):
     for each of the ``history`` positions, the mover's ``n`` piece planes, the
     opponent's ``n``, then "this position occurred twice" and "... three
-    times"; then colour (1 when Black is to move) and the no-progress clock
+    times"; then color (1 when Black is to move) and the no-progress clock
     divided by the variant's limit; then, where the variant has them, four
     castling-right planes (mover's options, then opponent's), one en-passant
     target plane, and the two last-move planes. The clock plane is all zeros in

@@ -1,4 +1,4 @@
-"""Single-agent Gymnasium environment: the learner plays one colour against an opponent.
+"""Single-agent Gymnasium environment: the learner plays one color against an opponent.
 
 >>> import gymnasium as gym, minichess_envs
 >>> env = gym.make("MiniChess-Gardner-v0")
@@ -381,7 +381,7 @@ def playable_mask(position: Position) -> np.ndarray:
 
 
 def draw_color(agent_color: str, np_random: np.random.Generator) -> int:
-    """The learner's colour for a new episode."""
+    """The learner's color for a new episode."""
     if agent_color == "random":
         return int(np_random.integers(2))
     return WHITE if agent_color == "white" else BLACK
@@ -410,7 +410,7 @@ class StartPositions:
                 raise ValueError(f"start='random' enumerates every legal position; {variant.name} "
                                  f"({variant.width}x{variant.height}, {pieces} pieces) has too many")
             everything = non_terminal_positions(variant)
-            self._random = {colour: [p for p in everything if p[1] == colour] for colour in (WHITE, BLACK)}
+            self._random = {color: [p for p in everything if p[1] == color] for color in (WHITE, BLACK)}
         elif start != "default":
             Position(variant, start)  # a bad FEN fails here, with the FEN named
 

@@ -36,7 +36,7 @@ ORDER = "KQRBNP"
 START_POSITIONS: dict[str, dict[str, str]] = {
     "3x3": {
         "white": "kqr/3/KQR w - - 0 1",  # the variant's start; only Qxb3 and Rc2 hold the draw
-        "black": "kqr/3/KQR b - - 0 1",  # its colour mirror: only Qxb1 and Rc2 hold
+        "black": "kqr/3/KQR b - - 0 1",  # its color mirror: only Qxb1 and Rc2 hold
     },
 }
 
@@ -97,20 +97,20 @@ def _check(variant: Variant, white: str | None, black: str | None) -> tuple[str,
         raise ValueError(f"{variant.name} is won by {variant.win_rule.replace('_', ' ')}; positions are "
                          "enumerated only for checkmate variants")
     armies = []
-    for colour, army in (("white", white), ("black", black)):
+    for color, army in (("white", white), ("black", black)):
         army = default_army(variant) if army is None else canonical_army(army)
         if army.count("K") != 1:
-            raise ValueError(f"{colour} army {army!r} must have exactly one king")
+            raise ValueError(f"{color} army {army!r} must have exactly one king")
         unknown = set(army) - set(variant.pieces.upper())
         if unknown:
-            raise ValueError(f"{colour} army {army!r} uses {''.join(sorted(unknown))}, "
+            raise ValueError(f"{color} army {army!r} uses {''.join(sorted(unknown))}, "
                              f"not in {variant.name} (pieces: {variant.pieces})")
         armies.append(army)
     return armies[0], armies[1]
 
 
-def _code(letter: str, colour: int) -> int:
-    return PIECE_SYMBOLS.index(letter.lower()) | (8 * colour)
+def _code(letter: str, color: int) -> int:
+    return PIECE_SYMBOLS.index(letter.lower()) | (8 * color)
 
 
 def _placements(variant: Variant, white: str, black: str):
@@ -118,9 +118,9 @@ def _placements(variant: Variant, white: str, black: str):
     W, H, n = variant.width, variant.height, variant.width * variant.height
     inner = [s for s in range(n) if 0 < s // W < H - 1]  # where pawns may stand
     groups = []
-    for colour, material in ((0, white[1:]), (1, black[1:])):
+    for color, material in ((0, white[1:]), (1, black[1:])):
         for letter, count in sorted(((p, material.count(p)) for p in set(material)), key=lambda x: ORDER.index(x[0])):
-            groups.append((_code(letter, colour), count, inner if letter == "P" else range(n)))
+            groups.append((_code(letter, color), count, inner if letter == "P" else range(n)))
     board = bytearray(n)
 
     def place(g):

@@ -32,7 +32,7 @@ def register_envs(variant: Variant) -> None:
 
 def register_variant(variant: Variant) -> Variant:
     """Add a custom variant to the catalogue and register its environment ids."""
-    variants.register_variant(variant)
+    variants._add_to_catalogue(variant)
     register_envs(variant)
     return variant
 

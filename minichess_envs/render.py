@@ -20,7 +20,7 @@ INK, WHITE_FILL, BLACK_FILL = (25, 25, 25), (250, 250, 250), (45, 45, 45)  # out
 
 # Piece drawings in unit coordinates (x right, y down, the square is [0, 1]^2): unions of circles,
 # ellipses, rectangles and polygons, rasterised with 4x4 supersampling. "details" are lines and dots
-# drawn over the fill in the contrasting colour (the bishop's slit, the knight's eye, the crown bands).
+# drawn over the fill in the contrasting color (the bishop's slit, the knight's eye, the crown bands).
 _BASE = ("rect", 0.20, 0.80, 0.80, 0.90)
 _SKIRT = ("poly", [(0.30, 0.66), (0.70, 0.66), (0.75, 0.81), (0.25, 0.81)])
 _PIECES = {
@@ -111,7 +111,7 @@ def _sprite(letter: str, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``(alpha, premultiplied rgb)`` of one piece (``"Q"`` white, ``"q"`` black) on a ``size`` pixel square.
 
     Layers: the outline (the drawing grown by about a 32nd of the square), the
-    fill, then the details, in the contrasting colour.
+    fill, then the details, in the contrasting color.
     """
     drawing = _PIECES[letter.upper()]
     edge = max(1.0, size / 32) / size  # outline width, in square units
@@ -120,9 +120,9 @@ def _sprite(letter: str, size: int) -> tuple[np.ndarray, np.ndarray]:
               (_coverage(drawing["shapes"], size), WHITE_FILL if white else BLACK_FILL),
               (_coverage(drawing["details"], size), INK if white else WHITE_FILL)]
     alpha, rgb = np.zeros((size, size, 1)), np.zeros((size, size, 3))
-    for coverage, colour in layers:
+    for coverage, color in layers:
         a = coverage[..., None]
-        rgb = rgb * (1 - a) + np.asarray(colour, np.float64) * a
+        rgb = rgb * (1 - a) + np.asarray(color, np.float64) * a
         alpha = alpha * (1 - a) + a
     return alpha, rgb
 
@@ -155,12 +155,12 @@ def render_rgb(position: Position, square_pixels: int = SQUARE_PIXELS) -> np.nda
     for rank in range(H):
         for file in range(W):
             square = f"{'abcdefgh'[file]}{rank + 1}"
-            colour = LIGHT if (rank + file) % 2 else DARK
+            color = LIGHT if (rank + file) % 2 else DARK
             if square in marked:
-                colour = ((colour.astype(np.uint16) + HIGHLIGHT) // 2).astype(np.uint8)
+                color = ((color.astype(np.uint16) + HIGHLIGHT) // 2).astype(np.uint8)
             y, x = (H - 1 - rank) * s, file * s
             cell = image[y:y + s, x:x + s]
-            cell[:] = colour
+            cell[:] = color
             letter = pieces.get(square)
             if letter:
                 alpha, rgb = _sprite(letter, s)

@@ -362,9 +362,9 @@ class Tablebase:
     def stats(self) -> dict:
         """Counts by side to move and value, game ends, and the longest mate with a position attaining it."""
         by_side = {}
-        for t, colour in enumerate(COLOR_NAMES):
+        for t, color in enumerate(COLOR_NAMES):
             mine = self.turn == t
-            by_side[colour] = {VALUE_NAMES[v]: int(np.sum(mine & (self.value == v))) for v in (1, 0, -1)}
+            by_side[color] = {VALUE_NAMES[v]: int(np.sum(mine & (self.value == v))) for v in (1, 0, -1)}
         longest = int(self.dtm.max()) if len(self) else 0
         attaining = np.flatnonzero(self.dtm == longest)
         attaining = attaining[np.argsort(self.turn[attaining], kind="stable")]  # White to move first

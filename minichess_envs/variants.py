@@ -61,7 +61,7 @@ class Variant:
     :param no_progress_plies: plies without capture or pawn move that draw
         (100 = the 50-move rule; 0: never).
     :param insufficient_material: draw when neither side can mate (bare kings,
-        one minor piece, or only same-coloured bishops).
+        one minor piece, or only same-colored bishops).
     :param ply_limit: default episode length of the environments; reaching it
         truncates the episode (it is not a rule of the game).
     :param fairy_stockfish: Fairy-Stockfish ``UCI_Variant`` name, if it has one (also
@@ -147,8 +147,8 @@ class Variant:
             double_step=self.double_step,
             en_passant=self.en_passant,
             castling=[
-                (colour, *(FILES.index(f) for f in c[:4]))
-                for colour, name in enumerate(("white", "black"))
+                (color, *(FILES.index(f) for f in c[:4]))
+                for color, name in enumerate(("white", "black"))
                 for c in self.castling_options(name)
             ],
             king_capture=self.win_rule == "king_capture",
@@ -171,8 +171,8 @@ class Variant:
 VARIANTS: dict[str, Variant] = {}
 
 
-def register_variant(variant: Variant) -> Variant:
-    """Add a variant to the catalogue (and so to Gymnasium registration)."""
+def _add_to_catalogue(variant: Variant) -> Variant:
+    """Add a variant to the catalogue (:func:`minichess_envs.register_variant` also gives it env ids)."""
     key = variant.name.lower()
     if key in VARIANTS:
         raise ValueError(f"variant {variant.name!r} is already registered")
@@ -196,65 +196,65 @@ def get_variant(variant: str | Variant) -> Variant:
 # --------------------------------------------------------------------------
 # The catalogue. Rule choices and sources: docs/variants.md.
 
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="3x3", title="3x3", width=3, height=3,
     start_fen="kqr/3/KQR w - - 0 1",
     pieces="KQR", promotion="", no_progress_plies=0,
     ply_limit=100,
     description="Major-Piece 3x3 chess: each side a king and at most one queen and one rook",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="gardner", title="Gardner", width=5, height=5,
     start_fen="rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1",
     fairy_stockfish="gardner",
     description="Gardner's 5x5 minichess (Fairy-Stockfish and pgx rules)",
 ))
-register_variant(VARIANTS["gardner"].replace(
+_add_to_catalogue(VARIANTS["gardner"].replace(
     name="gardner-kingcapture", title="GardnerKingCapture",
     win_rule="king_capture", insufficient_material=False,
     fairy_stockfish=None,
     description="Gardner 5x5 won by capturing the king, as in Alpha-Mini",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="losalamos", title="LosAlamos", width=6, height=6,
     start_fen="rnqknr/pppppp/6/6/PPPPPP/RNQKNR w - - 0 1",
     pieces="KQRNP", promotion="QRN", ply_limit=300,
     fairy_stockfish="losalamos",
     description="Los Alamos 6x6 chess: no bishops, no double step, no castling",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="silverman", title="Silverman", width=4, height=5,
     start_fen="rqkr/pppp/4/PPPP/RQKR w - - 0 1",
     pieces="KQRP", promotion="QR", double_step=True, en_passant=True,
     description="Silverman 4x5: double step and en passant, promotion to queen or rook",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="microchess", title="Microchess", width=4, height=5,
     start_fen="rbnk/p3/4/3P/RBNK w - - 0 1",
     description="Microchess 4x5 in Fairy-Stockfish's setup and rules (Gardner rules otherwise)",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="baby", title="Baby", width=5, height=5,
     start_fen="kqbnr/ppppp/5/PPPPP/RNBQK w - - 0 1",
     description="Gardner's Baby chess 5x5: kings in opposite corners, Gardner rules",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="mallett", title="Mallett", width=5, height=5,
     start_fen="rbkqb/ppppp/5/PPPPP/RNKQN w - - 0 1",
     description="Mallett 5x5: two white knights against two black bishops, Gardner rules",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="jacobs-meirovitz", title="JacobsMeirovitz", width=5, height=5,
     start_fen="bnrqk/ppppp/5/PPPPP/KQRNB w - - 0 1",
     description="Jacobs-Meirovitz 5x5: armies rotated, Gardner rules",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="petty", title="Petty", width=5, height=6,
     start_fen="qkbnr/ppppp/5/5/PPPPP/QKBNR w - - 0 1",
     ply_limit=250,
     description="Petty chess 5x6: no double step, no castling (Pritchard)",
 ))
-register_variant(Variant(
+_add_to_catalogue(Variant(
     name="chess", title="Chess", width=8, height=8,
     start_fen="rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
     double_step=True, en_passant=True, castling=STANDARD_CASTLING,

@@ -203,3 +203,26 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, m
             pool.play(net, [Position("3x3")], np.random.default_rng(0))
     finally:
         pool.stop()
+
+
+def test_self_play_records_replay_to_their_results():
+    from agents.alphazero.selfplay import play_games
+    from agents.arena import GameRecord
+
+    encoding = ObservationEncoding("3x3", 1, False)
+    starts = [Position("3x3"), Position("3x3", "k2/1Q1/2K b - - 0 1")]  # the second is already mate
+    _, records = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8), encoding,
+                            np.random.default_rng(0), temperature_plies=40, ply_limit=30)
+    assert all(isinstance(r, GameRecord) for r in records)
+    for start, record in zip(starts, records):
+        assert record.start_fen == start.fen() and record.variant == "3x3" and record.plies == len(record.moves)
+        game = Position("3x3", record.start_fen)
+        for uci in record.moves:
+            game.push_uci(uci)
+        outcome = game.outcome()
+        if outcome is None:
+            assert (record.result, record.termination, record.plies) == ("1/2-1/2", "ply limit", 30)
+        else:
+            assert record.result == outcome.result()
+            assert record.termination == outcome.termination.name.lower().replace("_", " ")
+    assert (records[1].plies, records[1].termination, records[1].result) == (0, "checkmate", "1-0")

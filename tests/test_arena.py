@@ -18,7 +18,7 @@ from agents.arena import (
     ILLEGAL_MOVE,
     PLY_LIMIT,
     all_games,
-    colour_tally,
+    color_tally,
     game_seed,
     pairing_seed,
     play_game,
@@ -155,10 +155,10 @@ def test_results_are_reproducible_from_seeds():
     assert [h.moves for h in bigger if "minimax-d2" not in (h.white, h.black)] == [h.moves for h in first]
 
 
-def test_colours_alternate_and_tallies_add_up():
+def test_colors_alternate_and_tallies_add_up():
     match = play_match(MinimaxAgent(1), RandomAgent(), "gardner", games=10, seed=3)
     assert [g.white for g in match.games] == ["minimax-d1", "random"] * 5
-    total, white, black = match.tally(), match.tally(colour="white"), match.tally(colour="black")
+    total, white, black = match.tally(), match.tally(color="white"), match.tally(color="black")
     assert (white.games, black.games, total.games) == (5, 5, 10)
     assert (total.wins, total.draws, total.losses) == tuple(
         a + b for a, b in zip((white.wins, white.draws, white.losses), (black.wins, black.draws, black.losses)))
@@ -166,7 +166,7 @@ def test_colours_alternate_and_tallies_add_up():
     assert total.score == pytest.approx(points / 10)
     opp = tally(match.games, "random")
     assert (opp.wins, opp.losses) == (total.losses, total.wins)
-    c = colour_tally(match.games)
+    c = color_tally(match.games)
     assert c.wins == sum(g.result == "1-0" for g in match.games)
     assert "minimax-d1 as white" in match.summary()
     with pytest.raises(ValueError, match="distinct"):

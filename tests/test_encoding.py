@@ -47,13 +47,13 @@ def test_plane_meanings():
 
 
 def test_black_sees_the_board_from_its_side():
-    """The same move shape has the same action for either colour after a rank flip."""
+    """The same move shape has the same action for either color after a rank flip."""
     white = Position("gardner")
     black = Position("gardner", "rnbqk/ppppp/5/PPPPP/RNBQK b - - 0 1")
     assert sorted(white.legal_actions()) == sorted(black.legal_actions())
     assert white.move_to_action("a2a3") == black.move_to_action("a4a3")
     assert np.array_equal(white.observation()[..., :14], black.observation()[..., :14])  # pieces, repetitions
-    assert not white.observation()[..., 14].any() and black.observation()[..., 14].all()  # colour plane
+    assert not white.observation()[..., 14].any() and black.observation()[..., 14].all()  # color plane
 
 
 def reference_observation(pos: Position, history: int, last_move: bool) -> np.ndarray:

@@ -103,9 +103,9 @@ def test_insufficient_material_matches_python_chess():
         board.set_piece_at(squares[0], chess.Piece(chess.KING, chess.WHITE))
         board.set_piece_at(squares[1], chess.Piece(chess.KING, chess.BLACK))
         i = 2
-        for colour, extra in ((chess.WHITE, rng.choice(material)), (chess.BLACK, rng.choice(material))):
+        for color, extra in ((chess.WHITE, rng.choice(material)), (chess.BLACK, rng.choice(material))):
             for letter in extra:
-                board.set_piece_at(squares[i], chess.Piece.from_symbol(letter if colour else letter.lower()))
+                board.set_piece_at(squares[i], chess.Piece.from_symbol(letter if color else letter.lower()))
                 i += 1
         if not board.is_valid():
             continue

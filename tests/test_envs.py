@@ -146,14 +146,14 @@ def test_same_seed_same_episode(variant):
 
 
 def test_learner_always_observes_its_own_turn_and_rewards_are_from_its_side():
-    for colour in ("white", "black"):
-        env = MiniChessEnv("gardner", agent_color=colour)
+    for color in ("white", "black"):
+        env = MiniChessEnv("gardner", agent_color=color)
         for seed in range(20):
             observations, rewards, infos, terminated, truncated = play_episode(env, seed)
-            learner = 0 if colour == "white" else 1
+            learner = 0 if color == "white" else 1
             for obs, info in zip(observations[:-1], infos[:-1]):
                 assert obs["action_mask"].any() and np.array_equal(obs["action_mask"], info["action_mask"])
-                # colour plane says who observes: 1 when the learner is Black
+                # color plane says who observes: 1 when the learner is Black
                 assert obs["observation"][..., 14].all() == (learner == 1)
             assert env.position.turn == learner or terminated or truncated
             outcome = env.position.outcome()
@@ -274,7 +274,7 @@ def test_sb3_style_action_masks_and_render_modes():
 def test_rendered_pieces_are_told_apart():
     from minichess_envs.render import DARK, LIGHT, _sprite
 
-    # On either square colour, any two piece types of one side look different (by more than 64 of 255 in
+    # On either square color, any two piece types of one side look different (by more than 64 of 255 in
     # some channel) in over 25% of the pixels they cover, outlines and inner lines included. The former
     # 16x16 silhouettes scored 11.5% for pawn/bishop and for rook/queen.
     for letters in ("PNBRQK", "pnbrqk"):

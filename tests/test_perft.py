@@ -119,7 +119,7 @@ def test_legal_moves_match_fairy_stockfish_along_random_games(variant):
             pos.push_uci(rng.choice(theirs))
 
 
-def test_custom_variant_with_colour_specific_castling_matches_fairy_stockfish():
+def test_custom_variant_with_color_specific_castling_matches_fairy_stockfish():
     """Glimne's Microchess as a user would define it: castling, double step, en passant."""
     from minichess_envs import VARIANTS, Castling
 

@@ -165,7 +165,7 @@ def test_by_color_agent_dispatches_on_the_side_to_move(tmp_path):
     obs = np.stack([enc.encode(p) for p in positions])
     masks = np.stack([p.action_mask() for p in positions])
     expected = [(white if p.turn == 0 else black).act(o, m) for p, o, m in zip(positions, obs, masks)]
-    assert list(pair.act_batch(obs, masks)) == expected  # the colour read from the observation
+    assert list(pair.act_batch(obs, masks)) == expected  # the color read from the observation
     assert list(pair.act_batch(obs, masks, positions)) == expected  # ... or from the positions
     pair.save(str(tmp_path / "pair"))
     loaded = agents.load(str(tmp_path / "pair"))
@@ -353,7 +353,7 @@ def test_alpha_mini_procedure_runs_two_steps(tmp_path):
         for color in ("white", "black"):
             saved = json.load(open(tmp_path / f"{color}_{k}" / "checkpoint" / "state.json"))["settings"]
             assert saved["agent_color"] == color
-            if k == 2:  # trained against the other colour's step-1 policy with random moves mixed in
+            if k == 2:  # trained against the other color's step-1 policy with random moves mixed in
                 other = "black" if color == "white" else "white"
                 assert saved["opponent"] == str(tmp_path / f"{other}_1" / "agent")
                 assert saved["opponent_eps"] == 0.5

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from agents.alphazero.mcts import SearchConfig, run_search
+from agents.arena import GameRecord, termination_name
 from minichess_envs.encoding import ObservationEncoding
 
 
@@ -31,16 +32,6 @@ class Samples:
         return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
 
 
-@dataclasses.dataclass
-class GameRecord:
-    """Summary of one self-play game."""
-
-    start_fen: str
-    plies: int
-    result: str  # "1-0", "0-1", "1/2-1/2"
-    termination: str  # e.g. "checkmate", "repetition", "ply limit"
-
-
 def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEncoding, rng: np.random.Generator,
                temperature_plies: int = 8, ply_limit: int | None = None) -> tuple[Samples, list[GameRecord]]:
     """Play one game from each start position (copies are played) and return its training samples.
@@ -59,7 +50,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
     active = [i for i, g in enumerate(games) if not g.is_game_over()]
     for i, g in enumerate(games):
         if i not in active:
-            records[i] = GameRecord(g.fen(), 0, g.result(), g.outcome().termination.name.lower())
+            records[i] = _record(g, g.ply, variant.name)
     while active:
         positions = [games[i] for i in active]
         visits, _ = run_search(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
@@ -78,8 +69,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
             if outcome is None and g.ply < limit:
                 still.append(i)
                 continue
-            how = outcome.termination.name.lower() if outcome else "ply limit"
-            records[i] = GameRecord(starts[i].fen(), g.ply - first_ply[i], g.result() if outcome else "1/2-1/2", how)
+            records[i] = _record(g, first_ply[i], variant.name)
         active = still
     parts = []
     for i, trajectory in enumerate(trajectories):
@@ -145,3 +135,11 @@ class ReplayBuffer:
         self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
+
+
+def _record(game, first_ply: int, variant: str) -> GameRecord:
+    """The record of a self-play game from ply ``first_ply`` on (stopped at the ply limit: a draw)."""
+    outcome = game.outcome()
+    moves = tuple(m.uci() for m in game.move_stack[first_ply:])
+    return GameRecord(variant, "self-play", "self-play", outcome.result() if outcome else "1/2-1/2",
+                      termination_name(outcome), len(moves), moves, game.fen(first_ply))

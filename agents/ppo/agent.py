@@ -144,7 +144,7 @@ class EpsilonRandomAgent(Agent):
 class ByColorAgent(Agent):
     """Two agents as one player: ``white`` moves when White is to move, ``black`` when Black is.
 
-    For policies trained as one colour each (Alpha-Mini's white and black
+    For policies trained as one color each (Alpha-Mini's white and black
     networks). The side to move comes from the position when given, else from
     the observation's "black to move" plane.
     """
@@ -153,7 +153,7 @@ class ByColorAgent(Agent):
         self.white, self.black, self.name = white, black, name
         self.variant = get_variant(variant)
         self.encoding = ObservationEncoding(self.variant)
-        self._colour_plane = self.encoding.channel_names().index("black to move")
+        self._color_plane = self.encoding.channel_names().index("black to move")
 
     def reset(self, seed: int | None = None) -> None:
         for agent in (self.white, self.black):
@@ -169,7 +169,7 @@ class ByColorAgent(Agent):
         if positions is not None:
             black = np.array([p.turn == 1 for p in positions])
         elif observations.shape[1:] == self.encoding.shape:
-            black = observations[:, 0, 0, self._colour_plane] > 0.5
+            black = observations[:, 0, 0, self._color_plane] > 0.5
         else:
             raise ValueError(f"{self.name}: pass the positions, or observations of shape {self.encoding.shape}")
         actions = np.zeros(len(masks), np.int64)

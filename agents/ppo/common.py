@@ -152,7 +152,7 @@ def net_from_weights(settings: PPOSettings, state_dict: dict, prefix: str = "") 
 
 
 def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, colors: list[str] | None = None) -> dict:
-    """Win rates against the random player, per colour (``versus_random``; deterministic agent)."""
+    """Win rates against the random player, per color (``versus_random``; deterministic agent)."""
     row = {}
     for color in colors or settings.eval_colors():
         match = versus_random(agent, settings.variant, games=games, color=color, seed=seed)
@@ -213,7 +213,7 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
     """Train (or resume) a single-agent PPO run until the budget is spent; returns the final :class:`RunState`.
 
     ``make_backend(settings)`` builds the library's :class:`Backend`. After every iteration the
-    deterministic policy plays ``eval_games`` games per colour against the random player (every
+    deterministic policy plays ``eval_games`` games per color against the random player (every
     ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv``
     and TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
     """

@@ -340,9 +340,9 @@ class AlphaMiniConfig:
     """Seed 002's iterative procedure (its figure 1) at our budget."""
 
     steps: int = 8  # k = 1..steps
-    env_steps_per_policy: int = 40_000  # per colour and step (the seed: 25k-50k)
+    env_steps_per_policy: int = 40_000  # per color and step (the seed: 25k-50k)
     eps: float = 0.5  # the opponent's random-move probability
-    eval_games: int = 200  # per colour, against the random player, after every step (the seed's figure 3)
+    eval_games: int = 200  # per color, against the random player, after every step (the seed's figure 3)
     warm_start: bool = True  # policy k starts from policy k-1's weights ("builds on itself")
 
 
@@ -350,7 +350,7 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
                verbose: bool = True) -> list[dict]:
     """White and black policies; at step k white trains against black k-1 and black against white k-1.
 
-    Each opponent is the previous policy of the other colour (deterministic)
+    Each opponent is the previous policy of the other color (deterministic)
     playing a uniformly random legal move with probability ``config.eps``
     (:class:`~agents.ppo.agent.EpsilonRandomAgent`, seeded). At step 1 the
     opponents are the seed's random initial policies; we use the uniformly
@@ -358,7 +358,7 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
     as ``<run_dir>/white_<k>/agent`` and ``black_<k>/agent``; a finished
     policy is not retrained when the procedure is run again (it resumes).
     After every step both new policies play ``config.eval_games`` games against
-    the random player as their colour (rows in ``<run_dir>/steps.csv``).
+    the random player as their color (rows in ``<run_dir>/steps.csv``).
     ``trainer`` is :func:`train` (RLlib, the default) or ``agents.ppo.sb3_train.train``.
     """
     trainer = trainer or train
