@@ -7,7 +7,7 @@ Our random play counts one ply as everything an RL step needs from the engine:
 the legal-action mask, the observation planes, the legal action list, a
 uniformly random legal action played, and the outcome check. Peers (from
 benchmarks/peers.py) run only where installed: ``pip install -e ".[bench]"``.
-Targets (issue "Rules engine"): gardner >= 3x pgx's best batched CPU figure,
+Targets: gardner >= 3x pgx's best batched CPU figure,
 8x8 >= 10x PettingZoo chess_v6.
 """
 

@@ -8,9 +8,9 @@ and auto-resets finished games. One of our env steps is two plies (the
 learner's move and the random opponent's reply); a pgx or PettingZoo step is
 one ply. We report steps/s (the target's unit, which favours the peers) and
 plies/s. "in step()" counts only the time spent inside ``step``; the loop
-figure includes choosing the actions with NumPy. Targets (issue "Registered
-environments"): single env >= 3x pgx's best CPU figure, native vector env >= 5x,
-and the native vector env faster than ``SyncVectorEnv``.
+figure includes choosing the actions with NumPy. Targets: single env >= 3x
+pgx's best CPU figure, native vector env >= 5x, and the native vector env
+faster than ``SyncVectorEnv``.
 """
 
 from __future__ import annotations

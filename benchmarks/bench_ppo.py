@@ -3,7 +3,7 @@
     python benchmarks/bench_ppo.py                        # about a minute on 2 cores
     python benchmarks/bench_ppo.py --iterations 5 --json runs/bench_ppo.json
 
-The env is the seed's setting (``MiniChess-GardnerKingCapture-v0``, material
+The env is Alpha-Mini's setting (``MiniChess-GardnerKingCapture-v0``, material
 shaping, White against the random player); one env step is the learner's move
 and the random reply. Rows, from the bare env up to whole PPO iterations:
 

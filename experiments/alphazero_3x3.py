@@ -6,7 +6,7 @@
     python -m experiments.alphazero_3x3 --iterations 2        # the same, as a module (from the repository root)
 
 Self-play starts from the two drawn start positions and from random legal
-positions (the curriculum of seed 000); the tablebase is used only to evaluate.
+positions (AlphaZeroNano's curriculum); the tablebase is used only to evaluate.
 Writes runs/alphazero_3x3/: report.md, metrics.csv, *.png, checkpoint/, tensorboard/,
 and agent/ (load it with ``agents.load("runs/alphazero_3x3/agent")``).
 """
@@ -151,7 +151,7 @@ already kept the value in {metrics[0]['score_mcts_value_preserving']:.4f} of its
 
 Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
 {positions / max(selfplay, 1e-9):,.0f} positions/s), final evaluation {final_seconds / 60:.1f} min, whole run
-{wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on} Seed 000 trained for
+{wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on} AlphaZeroNano trained for
 22-50 hours and judged four positions.
 
 ## Against the tablebase, by side to move
@@ -162,12 +162,12 @@ and a drawn one where it loses (draw->loss). "Value head matches": the value rea
 
 {table}
 
-## Probe positions (seed 000's diagnostics)
+## Probe positions (AlphaZeroNano's diagnostics)
 
 Value head at the last iteration: """ + ", ".join(
         f"{name} {last[f'probe_{name}_value']:+.3f}" for name in probes) + f""".
 The win probes' policy puts {last.get('probe_win-white_p_fastest', float('nan')):.3f} (White) and
-{last.get('probe_win-black_p_fastest', float('nan')):.3f} (Black) on the fastest mate; seed 000's agent
+{last.get('probe_win-black_p_fastest', float('nan')):.3f} (Black) on the fastest mate; AlphaZeroNano's agent
 skipped the mate in 1 of its Black probe. Plots: `rates.png`, `probe_values.png`,
 `probe_win-*_policy.png`, `losses.png`; every number per iteration: `metrics.csv`.
 

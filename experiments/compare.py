@@ -120,7 +120,7 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
     if variant == "3x3":
         run = os.path.join(args.out, "ppo_3x3")
         # From random legal starts as either color (AlphaZero's 3x3 curriculum starts 75% of its games
-        # there); gamma 0.9: on 3x3 it beat the seed's 0.3 against random from the start position, with the
+        # there); gamma 0.9: on 3x3 it beat Alpha-Mini's 0.3 against random from the start position, with the
         # same tablebase score, in a 120k-step trial of each.
         settings = PPOSettings(variant="3x3", start="random", agent_color="random", gamma=0.9,
                                threads=args.threads)

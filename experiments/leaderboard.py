@@ -7,7 +7,7 @@
 
 Agents: random, greedy, minimax at ``--depths``, Fairy-Stockfish (Stockfish for
 8x8) at ``--nodes`` where the variant has a UCI_Variant and the binary is
-installed, PerfectAgent for 3x3 (if ``agents.perfect`` is there), and every
+installed, PerfectAgent for 3x3, and every
 checkpoint found under ``--runs`` (a directory with ``agent.json`` whose agent
 names its variant). Each pairing plays ``--games`` games, colors alternating.
 Elo is fitted over all games of a variant with random fixed at 0. The
@@ -31,6 +31,7 @@ from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.arena import (
     all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
 )
+from agents.perfect import PerfectAgent
 from agents.ratings import elo_mle
 from agents.runs import machine, machine_text
 from minichess_envs import VARIANTS, get_variant
@@ -68,12 +69,7 @@ def variant_agents(variant: str, args, checkpoints) -> list:
     """Baselines, engines, the tablebase player and checkpoints for one variant."""
     players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in args.depths]
     if variant == "3x3":
-        try:
-            from agents.perfect import PerfectAgent
-        except ImportError:
-            print("3x3: agents.perfect is not available; no PerfectAgent")
-        else:
-            players.append(PerfectAgent("3x3"))
+        players.append(PerfectAgent("3x3"))
     if not args.no_engines and get_variant(variant).fairy_stockfish:
         for nodes in args.nodes:
             try:

@@ -1,12 +1,12 @@
-"""PPO with GAE on Gardner minichess: seed 002 (Alpha-Mini) reproduced, in RLlib or stable-baselines3.
+"""PPO with GAE on Gardner minichess: Alpha-Mini reproduced, in RLlib or stable-baselines3.
 
-    python experiments/ppo_gardner.py                          # the seed's setting, Black and checkmate rules too:
+    python experiments/ppo_gardner.py                          # Alpha-Mini's setting, Black and checkmate rules too:
                                                                # about 15 minutes on 2 CPU cores
     python experiments/ppo_gardner.py --resume                 # continue an interrupted run
     python experiments/ppo_gardner.py --backend sb3            # sb3-contrib MaskablePPO instead of RLlib
     python experiments/ppo_gardner.py --rules checkmate --color black --steps 400000
-    python experiments/ppo_gardner.py --selfplay               # the Alpha-Mini procedure (the seed's figure 3)
-    python experiments/ppo_gardner.py --sweep                  # gamma x lambda grid of the seed's table 1 (Ray Tune)
+    python experiments/ppo_gardner.py --selfplay               # the Alpha-Mini procedure (Alpha-Mini's figure 3)
+    python experiments/ppo_gardner.py --sweep                  # gamma x lambda grid of Alpha-Mini's table 1 (Ray Tune)
     python -m experiments.ppo_gardner --steps 8000             # as a module, from the repository root
 
 Needs ``pip install -e ".[rllib]"`` (or ``".[sb3]"`` for ``--backend sb3``) and ``".[agents]"`` for the plots.
@@ -14,10 +14,10 @@ Needs ``pip install -e ".[rllib]"`` (or ``".[sb3]"`` for ``--backend sb3``) and 
 Default: four policies, each trained for ``--steps`` env steps (learner moves)
 against the random player, with material shaping (outcome +-1, plus the
 change of material lead / 600: Alpha-Mini's king 60000 / pawn 100), gamma
-0.3, lambda 1.0, entropy 0 (the seed's values):
+0.3, lambda 1.0, entropy 0 (Alpha-Mini's values):
 
-* king-capture rules (``MiniChess-GardnerKingCapture-v0``) as White: the seed's
-  setting and the target (>= 97% wins over >= 1,000 games; the seed: 96.6%);
+* king-capture rules (``MiniChess-GardnerKingCapture-v0``) as White: Alpha-Mini's
+  setting and the target (>= 97% wins over >= 1,000 games; Alpha-Mini: 96.6%);
 * king-capture as Black; checkmate rules (``MiniChess-Gardner-v0``) as White and as Black.
 
 Every policy is then evaluated deterministically (argmax over legal moves)
@@ -25,7 +25,7 @@ with ``agents.evaluation.versus_random`` over ``--final-games`` games (seed 0)
 under both rule sets, as the color it trained as. During training, 200 games
 per iteration (seed 10000) give the learning curves.
 
-Our batch settings differ from the seed's (train batch 1000, minibatch 100,
+Our batch settings differ from Alpha-Mini's (train batch 1000, minibatch 100,
 lr 1e-5, a pretrained or slow setup on a GPU): 4000-step batches, minibatch
 256, 4 epochs, lr 3e-4, a 3-layer 32-channel conv net with a spatial policy
 head, sampled from 32 games at once through the native vector env, all in one
@@ -56,9 +56,9 @@ from agents.runs import machine, machine_text, write_csv  # noqa: E402
 RULES = {"kingcapture": "gardner-kingcapture", "checkmate": "gardner"}
 COLORS = ("white", "black")
 TARGET = 0.97
-SEED_RESULT = 0.966
-#: The seed's table 1: (gamma, lambda) -> its win rate against random.
-SEED_TABLE = {(0.1, 1.0): 0.866, (0.3, 1.0): 0.966, (0.5, 1.0): 0.902, (0.7, 1.0): 0.415, (0.9, 1.0): 0.556,
+ALPHA_MINI_RESULT = 0.966
+#: Alpha-Mini's table 1: (gamma, lambda) -> its win rate against random.
+ALPHA_MINI_TABLE = {(0.1, 1.0): 0.866, (0.3, 1.0): 0.966, (0.5, 1.0): 0.902, (0.7, 1.0): 0.415, (0.9, 1.0): 0.556,
               (0.3, 0.99): 0.948, (0.3, 0.9): 0.853, (0.3, 0.5): 0.691, (0.3, 0.0): 0.687}
 
 
@@ -73,7 +73,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--eval-games", type=int, default=200, help="games per iteration for the learning curves")
     p.add_argument("--final-games", type=int, default=1000, help="games per color and rule set at the end")
     p.add_argument("--resume", action="store_true", help="continue the runs found under --out")
-    # PPO (defaults: PPOSettings, i.e. the seed's gamma / lambda / entropy and our batch sizes)
+    # PPO (defaults: PPOSettings, i.e. Alpha-Mini's gamma / lambda / entropy and our batch sizes)
     d = PPOSettings()
     p.add_argument("--gamma", type=float, default=d.gamma)
     p.add_argument("--lambda", dest="lambda_", type=float, default=d.lambda_)
@@ -93,7 +93,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--eps", type=float, default=0.5, help="the opponents' random-move probability")
     p.add_argument("--selfplay-games", type=int, default=500, help="games against random after each step")
     # the gamma x lambda sweep
-    p.add_argument("--sweep", action="store_true", help="run the seed's gamma x lambda grid with Ray Tune instead")
+    p.add_argument("--sweep", action="store_true", help="run Alpha-Mini's gamma x lambda grid with Ray Tune instead")
     p.add_argument("--sweep-steps", type=int, default=60_000, help="env steps per grid point")
     p.add_argument("--sweep-concurrency", type=int, default=2, help="trials at once (one CPU each)")
     args = p.parse_args(argv)
@@ -219,8 +219,8 @@ def write_report(args, runs, results, baseline_rows, wall: float, measured_on: s
     if target_rows:
         r = target_rows[0]
         met = r["win_rate"] >= TARGET and r["games"] >= 1000
-        verdict = (f"**Target** (king capture, White, >= {TARGET:.0%} over >= 1,000 games; the seed: "
-                   f"{SEED_RESULT:.1%}): {r['win_rate']:.1%} [{r['win_low']:.1%}, {r['win_high']:.1%}] over "
+        verdict = (f"**Target** (king capture, White, >= {TARGET:.0%} over >= 1,000 games; Alpha-Mini: "
+                   f"{ALPHA_MINI_RESULT:.1%}): {r['win_rate']:.1%} [{r['win_low']:.1%}, {r['win_high']:.1%}] over "
                    f"{r['games']:,} games after {r['env_steps']:,} env steps and {r['train_s'] / 60:.1f} min of "
                    f"training: **{'met' if met else 'not met'}**.")
     speed = []
@@ -243,7 +243,7 @@ def write_report(args, runs, results, baseline_rows, wall: float, measured_on: s
             extra += f"\n- {title}: [{name}]({name})"
     text = f"""# PPO with GAE on Gardner minichess ({args.backend})
 
-Seed 002 (Alpha-Mini) reproduced: PPO with GAE against the uniformly random player, material shaping,
+Alpha-Mini reproduced: PPO with GAE against the uniformly random player, material shaping,
 gamma {s.gamma}, lambda {s.lambda_}. Each policy trained as one color under one rule set for up to
 {args.steps:,} env steps (one env step = the learner's move and the random reply), then played
 {args.final_games:,} games per rule set as that color against the random player, greedily (argmax over legal
@@ -309,7 +309,7 @@ def run_selfplay(args) -> int:
                  "black k vs random (as Black)": (ks, [r["black_win_rate_black"] for r in rows])},
                 "procedure step k", "win rate",
                 f"Alpha-Mini procedure ({args.backend}, {rules}, eps {args.eps}): win rate against random "
-                f"({args.selfplay_games} games)", hline=(SEED_RESULT, "seed's single-agent 0.966"))
+                f"({args.selfplay_games} games)", hline=(ALPHA_MINI_RESULT, "Alpha-Mini's single-agent 0.966"))
     table = markdown_table(
         ["k", "white k vs random [95%]", "black k vs random [95%]", "env steps (per color)", "training time"],
         [[r["step"], f"{r['white_win_rate_white']:.3f} [{r['white_win_low_white']:.3f}, "
@@ -318,13 +318,13 @@ def run_selfplay(args) -> int:
           f"{r['white_env_steps']:,}", f"{(r['white_train_s'] + r['black_train_s']) / 60:.1f} min"] for r in rows])
     text = f"""# The Alpha-Mini procedure ({args.backend}, {rules} rules)
 
-Seed 002's figure 1: white and black policies; at step k, white k trains against black k-1 and black k
+Alpha-Mini's figure 1: white and black policies; at step k, white k trains against black k-1 and black k
 against white k-1, each opponent playing a uniformly random legal move with probability eps = {args.eps}
 (`agents.ppo.agent.EpsilonRandomAgent`, seeded) and otherwise its greedy move. Step 1's opponents are the
-random player (the seed's untrained w0, b0). Policy k starts from policy k-1's weights. {args.steps_per_policy:,}
-env steps per policy and step (the seed: 25k per iteration), material shaping, gamma {settings.gamma},
+random player (Alpha-Mini's untrained w0, b0). Policy k starts from policy k-1's weights. {args.steps_per_policy:,}
+env steps per policy and step (Alpha-Mini: 25k per iteration), material shaping, gamma {settings.gamma},
 lambda {settings.lambda_}. After every step each new policy plays {args.selfplay_games} games against the random
-player as its color (the seed's figure 3: `selfplay.png`).
+player as its color (Alpha-Mini's figure 3: `selfplay.png`).
 
 {table}
 
@@ -380,7 +380,7 @@ def run_sweep(args) -> int:
     init_ray(num_cpus=os.cpu_count())
     trainable = tune.with_resources(sweep_trial, {"cpu": 1})
     param_space = {
-        "point": tune.grid_search([{"gamma": g, "lambda": lam} for g, lam in SEED_TABLE]),
+        "point": tune.grid_search([{"gamma": g, "lambda": lam} for g, lam in ALPHA_MINI_TABLE]),
         "settings": dataclasses.asdict(settings), "out": out, "backend": args.backend, "steps": args.sweep_steps,
         "eval_games": args.eval_games, "final_games": args.final_games,
     }
@@ -400,23 +400,25 @@ def run_sweep(args) -> int:
             continue
         point, m = result.config["point"], result.metrics
         rows.append({"gamma": point["gamma"], "lambda": point["lambda"],
-                     "seed_win_rate": SEED_TABLE[(point["gamma"], point["lambda"])], "win_rate": m["final_win_rate"],
+                     "alpha_mini_win_rate": ALPHA_MINI_TABLE[(point["gamma"], point["lambda"])],
+                     "win_rate": m["final_win_rate"],
                      "win_low": m["final_win_low"], "win_high": m["final_win_high"], "games": m["final_games"],
                      "env_steps": m["env_steps"], "train_s": m["train_s"]})
-    order = list(SEED_TABLE)
+    order = list(ALPHA_MINI_TABLE)
     rows.sort(key=lambda r: order.index((r["gamma"], r["lambda"])))
     write_csv(os.path.join(out, "sweep.csv"), rows)
     baseline_rows = baselines(settings.variant, [color], args.final_games, seed=0)
     table = markdown_table(
-        ["gamma", "lambda", "seed's win rate", f"ours ({rules}, {color}) [95% Wilson]", "env steps", "training time"],
-        [[r["gamma"], r["lambda"], f"{r['seed_win_rate']:.3f}",
+        ["gamma", "lambda", "Alpha-Mini's win rate", f"ours ({rules}, {color}) [95% Wilson]", "env steps",
+         "training time"],
+        [[r["gamma"], r["lambda"], f"{r['alpha_mini_win_rate']:.3f}",
           f"**{r['win_rate']:.3f}** [{r['win_low']:.3f}, {r['win_high']:.3f}]", f"{r['env_steps']:,}",
           f"{r['train_s'] / 60:.1f} min"] for r in rows])
-    text = f"""# gamma x lambda (the seed's table 1), {args.backend}, {rules} rules, as {color}
+    text = f"""# gamma x lambda (Alpha-Mini's table 1), {args.backend}, {rules} rules, as {color}
 
 Each grid point is one Ray Tune trial (one CPU each, {args.sweep_concurrency} at a time) training for
 {args.sweep_steps:,} env steps against the random player with material shaping, then playing
-{args.final_games:,} games greedily against it (`versus_random`, seed 0). The seed trained longer (50,000
+{args.final_games:,} games greedily against it (`versus_random`, seed 0). Alpha-Mini trained longer (50,000
 steps per iteration, several iterations) and evaluated over 10,000 games. Other settings as the main run.
 
 {table}

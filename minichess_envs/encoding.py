@@ -116,7 +116,7 @@ class ObservationEncoding:
 
     :param history: positions shown, the current one first (AlphaZero used 8).
     :param last_move: add two planes marking the last move's from- and to-square
-        (seed 001 found them useful).
+        (AlphaZero for Gomoku and Connect Four found them useful).
 
     Channels, in order (``n`` = piece types of the variant, order P N B R Q K):
     for each of the ``history`` positions, the mover's ``n`` piece planes, the

@@ -40,7 +40,7 @@ START_POSITIONS: dict[str, dict[str, str]] = {
     },
 }
 
-# Probe positions for training diagnostics, as in AlphaZeroNano (seed 000): the
+# Probe positions for training diagnostics, as in AlphaZeroNano: the
 # two drawn starts, a White win and a Black win, each with several wrong moves.
 # Values and the value of every move are in docs/tablebase.md.
 PROBE_POSITIONS: dict[str, dict[str, str]] = {

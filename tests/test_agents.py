@@ -19,12 +19,8 @@ import agents
 from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents import uci as uci_module
 from agents.arena import play_game, play_match
+from agents.perfect import PerfectAgent
 from minichess_envs import VARIANTS, IllegalMoveError, Position
-
-try:
-    from agents.perfect import PerfectAgent
-except ImportError:  # written alongside; the tests run without it
-    PerfectAgent = None
 
 
 def engine_installed(engine: str) -> bool:
@@ -67,7 +63,7 @@ def baseline_agents(variant: str) -> list:
     players = [RandomAgent(), GreedyAgent(), MinimaxAgent(1)]
     if VARIANTS[variant].width * VARIANTS[variant].height <= 30:
         players.append(MinimaxAgent(2))  # depth 2 on 8x8 would only slow the test down
-    if variant == "3x3" and PerfectAgent is not None:
+    if variant == "3x3":
         players.append(PerfectAgent("3x3"))
     return players
 

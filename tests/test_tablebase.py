@@ -267,7 +267,7 @@ def test_start_and_probe_positions(tb):
     white = Position("3x3", probes["win-white"])
     assert wins_within(white, 3) and not wins_within(white, 1)
     assert [uci for uci, child in children(white) if loses_within(child, 2)] == ["b1b3"]
-    # Black mates in 1 with Qxb2, and Rxa2 also wins (slower): the urgency test of seed 000.
+    # Black mates in 1 with Qxb2, and Rxa2 also wins (slower): AlphaZeroNano's urgency test.
     black = Position("3x3", probes["win-black"])
     assert [uci for uci, child in children(black) if child.is_checkmate()] == ["c2b2"]
     assert tb.probe(probes["win-black"]) == (1, 1)

@@ -21,7 +21,7 @@ class TablebaseEvaluation:
     * ``score_policy_*``: the raw policy's argmax over all non-terminal positions;
     * ``score_mcts_*``: search with ``search.simulations`` on a fixed seeded sample;
     * ``value_match``: the value head read as win / draw / loss (|v| < 0.5 is a draw);
-    * ``probe_*``: value head and policy on the named probe positions (seed 000's figures).
+    * ``probe_*``: value head and policy on the named probe positions (AlphaZeroNano's figures).
     """
 
     def __init__(self, tablebase: Tablebase, encoding: ObservationEncoding, search: SearchConfig,

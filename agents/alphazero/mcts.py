@@ -23,7 +23,7 @@ class SearchConfig:
     :param simulations: simulations per searched position.
     :param c_puct: exploration constant of the PUCT rule.
     :param discount: per-ply discount of backed-up values; below 1 it makes
-        the search prefer faster wins and slower losses (seed 000's agent did
+        the search prefer faster wins and slower losses (AlphaZeroNano's agent did
         not hurry to mate without one).
     :param leaves_per_tree: leaves a tree may select before the network is
         called (virtual loss keeps them apart); more leaves, bigger batches.

@@ -29,7 +29,7 @@ AGENT = "agent"
 class PPOSettings:
     """One PPO run: the game, the opponent, PPO's hyperparameters and the network (both backends).
 
-    The defaults are the seed's setting (Alpha-Mini): Gardner won by capturing
+    The defaults are Alpha-Mini's setting: Gardner won by capturing
     the king, material shaping, White against the random player, gamma 0.3,
     lambda 1.0, entropy 0. Batch sizes and learning rate are ours (see
     experiments/ppo_gardner.py for why).

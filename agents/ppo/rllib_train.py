@@ -8,7 +8,7 @@ Read top to bottom:
   multi-agent API (``PettingZooEnv``), one module per player;
 * :func:`train`: iterations of ``algo.train()`` with a win-rate evaluation,
   a checkpoint and the agent written after each, resumable;
-* :func:`alpha_mini`: seed 002's procedure, white and black policies trained
+* :func:`alpha_mini`: Alpha-Mini's procedure, white and black policies trained
   in turns against each other's previous versions mixed with random moves.
 
 Both configs use :class:`~agents.ppo.rllib_module.MaskedPPOModule`, so no
@@ -337,12 +337,12 @@ def train_multi_agent(settings: PPOSettings, iterations: int, train_players: tup
 
 @dataclasses.dataclass
 class AlphaMiniConfig:
-    """Seed 002's iterative procedure (its figure 1) at our budget."""
+    """Alpha-Mini's iterative procedure (its figure 1) at our budget."""
 
     steps: int = 8  # k = 1..steps
-    env_steps_per_policy: int = 40_000  # per color and step (the seed: 25k-50k)
+    env_steps_per_policy: int = 40_000  # per color and step (Alpha-Mini: 25k-50k)
     eps: float = 0.5  # the opponent's random-move probability
-    eval_games: int = 200  # per color, against the random player, after every step (the seed's figure 3)
+    eval_games: int = 200  # per color, against the random player, after every step (Alpha-Mini's figure 3)
     warm_start: bool = True  # policy k starts from policy k-1's weights ("builds on itself")
 
 
@@ -353,7 +353,7 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
     Each opponent is the previous policy of the other color (deterministic)
     playing a uniformly random legal move with probability ``config.eps``
     (:class:`~agents.ppo.agent.EpsilonRandomAgent`, seeded). At step 1 the
-    opponents are the seed's random initial policies; we use the uniformly
+    opponents are Alpha-Mini's random initial policies; we use the uniformly
     random player, which an untrained network is close to. Policies are saved
     as ``<run_dir>/white_<k>/agent`` and ``black_<k>/agent``; a finished
     policy is not retrained when the procedure is run again (it resumes).
