@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.base import Agent, check_settings, read_manifest, write_manifest
-from minichess_envs.engine import PIECE_VALUES, captured_type
+from minichess_envs import engine
 
 
 def captured_values(position) -> list[int]:
@@ -15,8 +15,7 @@ def captured_values(position) -> list[int]:
     Only the order of the values matters here: a king (capturable in king-capture
     variants, where taking it wins) outranks every other piece.
     """
-    pieces = position.board_state().pieces
-    return [PIECE_VALUES[captured_type(pieces, code)] for code in position.legal_move_codes()]
+    return engine.captured_values(position.pieces, position.legal_move_codes())
 
 
 class GreedyAgent(Agent):

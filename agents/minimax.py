@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.base import Agent, check_settings, read_manifest, write_manifest
-from minichess_envs.engine import PIECE_VALUES, captured_type, move_from, move_promotion
+from minichess_envs.engine import PIECE_VALUES, captured_values, move_from, move_promotion
 
 MATE = 100_000
 _INF = 10 * MATE
@@ -25,15 +25,15 @@ _INF = 10 * MATE
 
 def _ordered(pos, codes):
     """Move codes, captures first by MVV-LVA, then promotions, then the rest (stable)."""
-    pieces = pos.board_state().pieces
+    pieces = pos.pieces
+    values = PIECE_VALUES
     keyed = []
-    for code in codes:
-        victim = captured_type(pieces, code)
-        key = 0
-        if victim:
-            key = 1000 + 10 * PIECE_VALUES[victim] - PIECE_VALUES[pieces[move_from(code)] & 7]
-        elif move_promotion(code):
-            key = 500 + PIECE_VALUES[move_promotion(code)]
+    for code, gain in zip(codes, captured_values(pieces, codes)):
+        if gain:
+            key = 1000 + 10 * gain - values[pieces[move_from(code)] & 7]
+        else:
+            promotion = move_promotion(code)
+            key = 500 + values[promotion] if promotion else 0
         keyed.append((key, code))
     keyed.sort(key=lambda kc: -kc[0])
     return [code for _, code in keyed]

@@ -1170,6 +1170,10 @@ static PyObject *Position_move_codes(PositionObject *self, PyObject *unused) {
     return list;
 }
 
+static PyObject *Position_get_pieces(PositionObject *self, void *unused) {
+    CHECK_READY(self);
+    return PyBytes_FromStringAndSize((const char *)cur(self)->sq, self->rules->nsq);
+}
 static PyObject *Position_get_turn(PositionObject *self, void *unused) {
     CHECK_READY(self);
     return PyLong_FromLong(cur(self)->side);
@@ -1206,6 +1210,8 @@ static PyObject *Position_get_variant(PositionObject *self, void *unused) {
 }
 
 static PyGetSetDef Position_getset[] = {
+    {"pieces", (getter)Position_get_pieces, NULL,
+     "the board as bytes, one per square (rank * width + file): 0 empty, else type | color << 3", NULL},
     {"turn", (getter)Position_get_turn, NULL, "colour to move: 0 White, 1 Black", NULL},
     {"ply", (getter)Position_get_ply, NULL, "moves played since the root position", NULL},
     {"zobrist_hash", (getter)Position_get_hash, NULL, "64-bit Zobrist hash of the position", NULL},

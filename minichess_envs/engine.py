@@ -7,7 +7,7 @@ A move has three public names: a :class:`Move` (or its UCI string, ``"e2e3"``)
 and an action index (the variant's action encoding, for learning code). Hot
 loops use the engine's own integer *move code*; :func:`move_from`,
 :func:`move_to`, :func:`move_promotion`, :func:`move_flags` and
-:func:`captured_type` read one. :data:`PIECE_VALUES` is the one table of
+:func:`captured_type` read one (:func:`captured_values` many). :data:`PIECE_VALUES` is the one table of
 piece values.
 
 >>> pos = Position("gardner")
@@ -75,13 +75,22 @@ def move_flags(code: int) -> int:
 
 
 def captured_type(pieces: bytes, code: int) -> int:
-    """Type of the piece a move code captures on ``pieces`` (``board_state().pieces``), 0 if none.
+    """Type of the piece a move code captures on ``pieces`` (``Position.pieces``), 0 if none.
 
     An en-passant capture takes a pawn that is not on the to-square.
     """
     if (code >> 15) & FLAG_EN_PASSANT:
         return PAWN
     return pieces[(code >> 6) & 63] & 7
+
+
+def captured_values(pieces: bytes, codes: Iterable[int]) -> list[int]:
+    """:data:`PIECE_VALUES` of the piece each move code captures on ``pieces``, 0 for none.
+
+    One call for all the moves of a position, for agents' and searches' inner loops.
+    """
+    values, ep, pawn = PIECE_VALUES, FLAG_EN_PASSANT << 15, PIECE_VALUES[PAWN]
+    return [pawn if code & ep else values[pieces[(code >> 6) & 63] & 7] for code in codes]
 
 
 class FenError(ValueError):
@@ -204,8 +213,9 @@ class Position(_core.Position):
 
     The C core's raw calls are public too, for search and table building:
     ``legal_move_codes``, ``push_code``, :meth:`pop_code`, ``move_codes``,
-    ``encode`` (code to action), ``board_state`` (a :data:`BoardState`),
-    ``set_board`` (raw fields, no legality check) and ``is_attacked_square``.
+    ``encode`` (code to action), ``pieces`` (the board as bytes), ``board_state``
+    (a :data:`BoardState`), ``set_board`` (raw fields, no legality check) and
+    ``is_attacked_square``.
     """
 
     __slots__ = ()
@@ -415,7 +425,7 @@ class Position(_core.Position):
 
     def is_capture(self, move: Move | str) -> bool:
         """Does this legal move capture (en passant included)?"""
-        return captured_type(self.board_state().pieces, self.move_code(move)) != 0
+        return captured_type(self.pieces, self.move_code(move)) != 0
 
     # -- actions -------------------------------------------------------------
 
@@ -452,7 +462,7 @@ class Position(_core.Position):
 
     def piece_at(self, square: str) -> str | None:
         """FEN letter of the piece on ``square`` (``"K"``, ``"p"``), or ``None``."""
-        p = self.board_state().pieces[square_index(square, self.variant.width, self.variant.height)]
+        p = self.pieces[square_index(square, self.variant.width, self.variant.height)]
         if not p:
             return None
         return PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
@@ -462,7 +472,7 @@ class Position(_core.Position):
         names = self._names
         return {
             names[s]: PIECE_SYMBOLS[p & 7].upper() if p < 8 else PIECE_SYMBOLS[p & 7]
-            for s, p in enumerate(self.board_state().pieces) if p
+            for s, p in enumerate(self.pieces) if p
         }
 
     def is_attacked(self, square: str, by: int) -> bool:
@@ -529,7 +539,7 @@ class Position(_core.Position):
         """The board with unicode pieces, White at the bottom, ranks and files labelled."""
         v: Variant = self.variant
         W, H = v.width, v.height
-        pieces = self.board_state().pieces
+        pieces = self.pieces
         lines = []
         for rank in range(H - 1, -1, -1):
             cells = []
@@ -552,7 +562,7 @@ class Position(_core.Position):
     def __str__(self) -> str:
         v: Variant = self.variant
         W, H = v.width, v.height
-        pieces = self.board_state().pieces
+        pieces = self.pieces
         rows = []
         for rank in range(H - 1, -1, -1):
             rows.append(" ".join(

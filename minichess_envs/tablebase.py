@@ -145,9 +145,9 @@ def _build_arrays(v: Variant, white: str, black: str) -> dict[str, np.ndarray]:
             continue
         for code in scratch.legal_move_codes():
             scratch.push_code(code)
-            child = scratch.board_state()
+            key = scratch.pieces + bytes((scratch.turn,))
             scratch.pop_code()
-            j = index.get(child.pieces + bytes((child.turn,)))
+            j = index.get(key)
             if j is None:  # the armies are not closed under moves: a bug in positions.materials
                 raise RuntimeError(f"move {code} from position {i} leaves the table")
             parents.append(i)
@@ -330,9 +330,9 @@ class Tablebase:
         out = []
         for code, action in zip(pos.legal_move_codes(), pos.legal_actions()):
             pos.push_code(code)
-            child = pos.board_state()
+            key = pos.pieces + bytes((pos.turn,))
             pos.pop_code()
-            j = self._index[child.pieces + bytes((child.turn,))]
+            j = self._index[key]
             d = int(self.dtm[j])
             out.append(MoveValue(_decode(code, names), action, -int(self.value[j]), None if d < 0 else d + 1))
         return out

@@ -156,8 +156,8 @@ def test_castling_and_en_passant_in_chess():
 
 def test_move_codes_board_state_and_piece_values_agree_with_python_chess():
     from minichess_envs.engine import (
-        FLAG_CASTLING, FLAG_DOUBLE_STEP, FLAG_EN_PASSANT, PIECE_VALUES, captured_type, move_flags, move_from,
-        move_promotion, move_to,
+        FLAG_CASTLING, FLAG_DOUBLE_STEP, FLAG_EN_PASSANT, PIECE_VALUES, captured_type, captured_values, move_flags,
+        move_from, move_promotion, move_to,
     )
 
     values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
@@ -167,6 +167,7 @@ def test_move_codes_board_state_and_piece_values_agree_with_python_chess():
         board, pos = chess.Board(), Position("chess")
         while not board.is_game_over() and board.ply() < 120:
             state = pos.board_state()
+            assert state.pieces == pos.pieces and state.turn == pos.turn
             assert (state.turn == BLACK) == (board.turn == chess.BLACK)
             assert state.ep_square == (board.ep_square if board.has_legal_en_passant() else -1)
             assert (state.halfmove, state.fullmove) == (board.halfmove_clock, board.fullmove_number)
@@ -182,7 +183,8 @@ def test_move_codes_board_state_and_piece_values_agree_with_python_chess():
                 move = chess.Move(move_from(code), move_to(code), move_promotion(code) or None)
                 codes[move] = code
             assert set(codes) == set(board.legal_moves)
-            for move, code in codes.items():
+            gains = captured_values(pos.pieces, list(codes.values()))
+            for (move, code), gain in zip(codes.items(), gains):
                 flags = move_flags(code)
                 assert bool(flags & FLAG_CASTLING) == board.is_castling(move)
                 assert bool(flags & FLAG_EN_PASSANT) == board.is_en_passant(move)
@@ -191,6 +193,7 @@ def test_move_codes_board_state_and_piece_values_agree_with_python_chess():
                 assert bool(flags & FLAG_DOUBLE_STEP) == double
                 taken = chess.PAWN if board.is_en_passant(move) else (board.piece_type_at(move.to_square) or 0)
                 assert captured_type(state.pieces, code) == (taken if board.is_capture(move) else 0)
+                assert gain == (values[taken] if board.is_capture(move) else 0)
             move = rng.choice(list(codes))
             board.push(move)
             pos.push_code(codes[move])
