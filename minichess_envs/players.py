@@ -62,14 +62,16 @@ def legal_action(position: Position, choice, player="player", mask: np.ndarray |
     :param mask: the position's legal-action mask, when the caller has it.
     :raises IllegalMoveError: the choice is not a legal move (or not a move at all).
     """
-    label = player if isinstance(player, str) else player_name(player)
-    if isinstance(choice, (int, np.integer)) and not isinstance(choice, (bool, np.bool_)):
+    if isinstance(choice, (int, np.integer)) and type(choice) is not bool:  # np.bool_ is no np.integer
         action = int(choice)
-        legal = (0 <= action < len(mask) and bool(mask[action])) if mask is not None \
-            else action in position.legal_actions()
-        if legal:
+        if mask is None:
+            if action in position.legal_actions():
+                return action
+        elif 0 <= action < len(mask) and mask[action]:
             return action
+        label = player if isinstance(player, str) else player_name(player)
         raise IllegalMoveError(f"{label} chose illegal action {action} in {position.fen()}")
+    label = player if isinstance(player, str) else player_name(player)
     try:
         return position.move_to_action(choice)
     except IllegalMoveError:
