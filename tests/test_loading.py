@@ -139,7 +139,7 @@ def test_broken_manifests_name_the_file(tmp_path, content, problem):
     (lambda: MinimaxAgent(2), "depth", "2"),
     (lambda: MinimaxAgent(2), "depth", 0),
     (lambda: GreedyAgent(seed=1), "seed", "one"),
-    (lambda: GreedyAgent(seed=1), "color", 1),
+    (lambda: GreedyAgent(seed=1), "colour", 1),  # an unknown setting
     (lambda: RandomAgent(seed=1), "seed", 1.5),
     (ppo_agent, "sample", "yes"),
     (ppo_agent, "variant", "no-such-variant"),
