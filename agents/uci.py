@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import warnings
+from typing import NamedTuple
 
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from minichess_envs.engine import IllegalMoveError
@@ -58,6 +59,14 @@ def check_options(options: dict, file_options: bool = False) -> dict:
             raise ValueError(f"engine option {key!r} names a file the engine reads or writes: pass "
                              "file_options=True to allow it")
     return dict(options)
+
+
+class SearchResult(NamedTuple):
+    """An engine's move (UCI) and score from the side to move: centipawns, or moves to mate (negative: mated)."""
+
+    move: str
+    cp: int | None
+    mate: int | None
 
 
 class EngineError(RuntimeError):
@@ -280,15 +289,32 @@ class UCIEngineAgent(Agent):
 
     def bestmove(self, position) -> str:
         """The engine's move in ``position`` (UCI), searched from the game's root so it sees repetitions."""
+        return self.search(position).move
+
+    def search(self, position) -> SearchResult:
+        """The engine's move in ``position`` and its last reported score (from the side to move)."""
         self.start()
         moves = " ".join(m.uci() for m in position.move_stack)
         self._send(f"position fen {position.root_fen}" + (f" moves {moves}" if moves else ""))
         self._send(f"go {self.limit} {self.limit_value}")
         wait = self.timeout + (self.limit_value / 1000 if self.limit == "movetime" else 0)
-        fields = self._wait_for("bestmove", wait).split()
+        lines = self._read_until("bestmove", wait)
+        fields = lines[-1].split()
         if len(fields) < 2 or fields[1] in ("(none)", "0000"):
             raise EngineError(f"{self.engine} found no move in {position.fen()}: {' '.join(fields)!r}")
-        return fields[1]
+        cp = mate = None
+        for line in reversed(lines[:-1]):
+            words = line.split()
+            if words[:1] == ["info"] and "score" in words:
+                i = words.index("score")
+                if i + 2 < len(words) and words[i + 1] in ("cp", "mate"):
+                    try:
+                        value = int(words[i + 2])
+                    except ValueError:
+                        continue
+                    cp, mate = (value, None) if words[i + 1] == "cp" else (None, value)
+                    break
+        return SearchResult(fields[1], cp, mate)
 
     def act(self, observation, action_mask, position=None) -> int:
         if position is None:

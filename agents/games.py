@@ -1,0 +1,225 @@
+"""Engine self-play games for supervised learning.
+
+Fairy-Stockfish (small variants) or Stockfish (8x8) plays both sides at a
+node or depth budget from randomised balanced openings; every position gets
+the engine's move and score, and every game its result. Games are written
+in chunks as dataset shards (:mod:`minichess_envs.dataset`): a chunk is
+written whole or not at all, and its games depend only on the seed and the
+chunk's index, so an interrupted run resumes with nothing lost or
+duplicated. Chunks run on all local cores by default, or as Ray tasks.
+
+>>> generate_games("data/gardner", "gardner", games=1000, nodes=100)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import time
+from typing import Iterator
+
+import numpy as np
+
+from agents.uci import UCIEngineAgent, find_engine
+from minichess_envs.dataset import ShardWriter, list_shards, score_to_int, write_shard
+from minichess_envs.engine import Position
+from minichess_envs.variants import get_variant
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationSettings:
+    """What to generate.
+
+    :param opening_plies: random plies before the engine takes over; an
+        opening is kept only when the engine scores it within ``balance_cp``
+        centipawns of equal (up to ``opening_tries`` draws per game).
+    """
+
+    variant: str = "gardner"
+    games: int = 1000
+    nodes: int | None = 100
+    depth: int | None = None
+    engine: str | None = None  # default: stockfish for chess, else fairy-stockfish
+    opening_plies: int = 4
+    balance_cp: int = 150
+    opening_tries: int = 20
+    games_per_chunk: int = 50
+    seed: int = 0
+    ply_limit: int | None = None  # default: the variant's
+
+    def __post_init__(self):
+        get_variant(self.variant)
+        if (self.nodes is None) == (self.depth is None):
+            raise ValueError("give exactly one search budget: nodes or depth")
+        if self.games < 1 or self.games_per_chunk < 1 or self.opening_plies < 0:
+            raise ValueError("games and games_per_chunk must be positive, opening_plies not negative")
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.games // self.games_per_chunk)
+
+
+def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.random.Generator,
+                     balance_cp: int, tries: int) -> Position:
+    """A position after ``plies`` random moves that ``engine`` scores within ``balance_cp`` of equal.
+
+    Draws up to ``tries`` openings and keeps the first balanced one, else the
+    most balanced seen; openings that end the game are never kept.
+    """
+    best, best_score = Position(variant), None
+    for _ in range(tries):
+        position = Position(variant)
+        for _ in range(plies):
+            actions = position.legal_actions()
+            if position.outcome() is not None or not len(actions):
+                break
+            position.push_action(int(actions[rng.integers(len(actions))]))
+        if position.outcome() is not None:
+            continue
+        result = engine.search(position)
+        score = abs(score_to_int(result.cp, result.mate))
+        if best_score is None or score < best_score:
+            best, best_score = position, score
+        if score <= balance_cp:
+            break
+    return Position(variant, best.fen())
+
+
+def play_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
+    """One engine self-play game: ``(root_fen, actions, scores, result)``."""
+    rng = np.random.default_rng([settings.seed, index])
+    engine.reset()
+    position = balanced_opening(engine, settings.variant, settings.opening_plies, rng,
+                                settings.balance_cp, settings.opening_tries)
+    root_fen = position.fen()
+    limit = settings.ply_limit or position.variant.ply_limit
+    actions, scores = [], []
+    while position.outcome() is None and len(actions) < limit:
+        result = engine.search(position)
+        action = position.move_to_action(result.move)
+        actions.append(action)
+        scores.append(score_to_int(result.cp, result.mate))
+        position.push_action(action)
+    outcome = position.outcome()
+    return root_fen, actions, scores, outcome.result() if outcome is not None else "*"
+
+
+_ENGINE: dict = {}  # one engine per process, started on its first chunk
+
+
+@atexit.register
+def close_engines() -> None:
+    """Quit the engines this process started (before interpreter shutdown, so their reader threads end cleanly)."""
+    while _ENGINE:
+        _ENGINE.popitem()[1].close()
+
+
+def _engine_for(settings: GenerationSettings) -> UCIEngineAgent:
+    key = (settings.variant, settings.engine, settings.nodes, settings.depth)
+    if key not in _ENGINE:
+        budget = {"nodes": settings.nodes} if settings.nodes else {"depth": settings.depth}
+        _ENGINE[key] = UCIEngineAgent(settings.variant, settings.engine, **budget)
+    return _ENGINE[key]
+
+
+def play_chunk(settings: GenerationSettings, chunk: int) -> tuple[int, list]:
+    """The games of one chunk (game indices ``chunk * games_per_chunk`` onwards)."""
+    engine = _engine_for(settings)
+    first = chunk * settings.games_per_chunk
+    last = min(first + settings.games_per_chunk, settings.games)
+    return chunk, [play_game(engine, settings, i) for i in range(first, last)]
+
+
+def chunk_file(chunk: int) -> str:
+    return f"games-{chunk:06d}.npz"
+
+
+def generate_games(directory: str, settings: GenerationSettings, workers: int | None = None,
+                   ray_address: str | None = None, progress: bool = True) -> dict:
+    """Generate (or finish generating) ``settings.games`` games into ``directory``.
+
+    Chunks already listed in the directory's manifest are skipped, so calling
+    this again after an interruption completes the run. Returns a summary:
+    games and positions written now, seconds, and games/s and positions/s per worker.
+    """
+    variant = get_variant(settings.variant)
+    engine_name = settings.engine or ("stockfish" if variant.name == "chess" else "fairy-stockfish")
+    find_engine(engine_name)  # a missing binary fails here, with how to install it
+    os.makedirs(directory, exist_ok=True)
+    ShardWriter(directory, variant)  # removes half-written shards of a killed run
+    done = {e["file"] for e in list_shards(directory)}
+    todo = [c for c in range(settings.chunks) if chunk_file(c) not in done]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    start, games, positions = time.perf_counter(), 0, 0
+    bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
+    for chunk, played in _run_chunks(settings, todo, workers, ray_address):
+        write_shard(os.path.join(directory, chunk_file(chunk)), variant,
+                    [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r) for fen, a, s, r in _coded(played)])
+        games += len(played)
+        positions += sum(len(a) for _, a, _, _ in played)
+        if bar is not None:
+            elapsed = time.perf_counter() - start
+            bar.set_postfix_str(f"{positions / elapsed:.0f} positions/s")
+            bar.update(len(played))
+    if bar is not None:
+        bar.close()
+    seconds = time.perf_counter() - start
+    return {"games": games, "positions": positions, "seconds": seconds, "workers": workers,
+            "games_per_s_per_worker": games / seconds / workers if seconds and games else 0.0,
+            "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0}
+
+
+def _coded(played):
+    from minichess_envs.dataset import RESULT_CODES
+
+    for fen, actions, scores, result in played:
+        yield fen, actions, scores, RESULT_CODES[result]
+
+
+def _games_in(chunks: list[int], settings: GenerationSettings) -> int:
+    return sum(min(settings.games_per_chunk, settings.games - c * settings.games_per_chunk) for c in chunks)
+
+
+def _run_chunks(settings: GenerationSettings, todo: list[int], workers: int,
+                ray_address: str | None) -> Iterator[tuple[int, list]]:
+    if not todo:
+        return
+    if ray_address is not None:
+        yield from _run_chunks_ray(settings, todo, ray_address)
+    elif workers == 1:
+        try:
+            for chunk in todo:
+                yield play_chunk(settings, chunk)
+        finally:
+            close_engines()
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # engines are subprocesses: no fork of their pipes
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = [pool.submit(play_chunk, settings, chunk) for chunk in todo]
+            for future in concurrent.futures.as_completed(futures):
+                yield future.result()
+
+
+def _run_chunks_ray(settings: GenerationSettings, todo: list[int], address: str) -> Iterator[tuple[int, list]]:
+    import ray
+
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(max_retries=3)(play_chunk)  # a lost worker's chunk is played again
+    pending = [remote.remote(settings, chunk) for chunk in todo]
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        yield ray.get(ready[0])
+
+
+def _progress_bar(total: int, initial: int, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, unit="game", desc="engine games", smoothing=0.1)

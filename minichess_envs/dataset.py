@@ -1,0 +1,334 @@
+"""Games on disk for supervised learning: compact shards of moves, engine scores and results.
+
+A shard stores whole games, not positions: each game's start FEN, the action
+index of every move played, the engine's score of every position (from the
+side to move; centipawns or mate distance) and the result. Positions and
+observations are rebuilt by replaying the moves through the C engine, which
+is faster than parsing a FEN per position and over 10x smaller on disk
+(about 3 bytes a position on Gardner; ``benchmarks/bench_dataset.py``
+measures both). Shards are ``.npz`` archives
+of plain arrays read with ``allow_pickle=False``, written atomically, each
+with a SHA-256 in its manifest line, so a truncated or altered shard is
+refused with an error that names it.
+
+>>> writer = ShardWriter("data/gardner", "gardner")           # doctest: +SKIP
+>>> writer.add_game(root_fen, actions, scores, result)        # doctest: +SKIP
+>>> writer.close()                                            # doctest: +SKIP
+>>> data = GameDataset("data/gardner")                        # doctest: +SKIP
+>>> for batch in data.batches(256, split="train", seed=0):    # doctest: +SKIP
+...     batch.observations, batch.masks, batch.actions, batch.values
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import zlib
+from typing import Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from minichess_envs.engine import Position
+from minichess_envs.variants import Variant, get_variant
+
+FORMAT = "minichess-games/1"
+MANIFEST = "manifest.jsonl"
+#: Scores are stored in centipawns; a mate in n (n > 0: the side to move mates) as ``±(MATE_SCORE - n)``.
+MATE_SCORE = 30_000
+RESULT_CODES = {"1-0": 1, "0-1": -1, "1/2-1/2": 0, "*": 2}
+RESULT_TEXT = {code: text for text, code in RESULT_CODES.items()}
+
+
+class DatasetError(ValueError):
+    """A dataset file is missing, corrupt, or not a dataset of the expected variant."""
+
+
+def score_to_int(cp: int | None = None, mate: int | None = None) -> int:
+    """One int16-range score from a UCI ``score cp``/``score mate`` (mate in plies' moves, signed)."""
+    if mate is not None:
+        return (MATE_SCORE - abs(mate)) * (1 if mate > 0 else -1) if mate != 0 else -MATE_SCORE
+    return int(np.clip(cp or 0, -(MATE_SCORE - 1000), MATE_SCORE - 1000))
+
+
+def score_to_value(scores: np.ndarray, scale: float = 400.0) -> np.ndarray:
+    """Map stored scores to [-1, 1]: ``tanh(cp / scale)``, mates to ±1."""
+    scores = np.asarray(scores, np.float64)
+    value = np.tanh(scores / scale)
+    value[np.abs(scores) >= MATE_SCORE - 1000] = np.sign(scores[np.abs(scores) >= MATE_SCORE - 1000])
+    return value.astype(np.float32)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ShardWriter:
+    """Collects games and writes them to ``directory`` in shards of ``games_per_shard``.
+
+    Each shard is written to a temporary file, renamed into place, and only
+    then listed (with its checksum) in the directory's manifest: a run killed
+    at any moment leaves complete, listed shards and nothing half-written.
+    """
+
+    def __init__(self, directory: str, variant: str | Variant, games_per_shard: int = 1000, prefix: str = "shard"):
+        self.directory = directory
+        self.variant = get_variant(variant)
+        self.games_per_shard = games_per_shard
+        self.prefix = prefix
+        os.makedirs(directory, exist_ok=True)
+        _remove_stale_temporaries(directory)
+        self._games: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        self._next = len(list_shards(directory))
+
+    def add_game(self, root_fen: str, actions: Sequence[int], scores: Sequence[int], result: str) -> None:
+        """Add one game: start FEN, action index per ply, stored score per ply, PGN result."""
+        if len(actions) != len(scores):
+            raise ValueError(f"{len(actions)} actions but {len(scores)} scores")
+        if result not in RESULT_CODES:
+            raise ValueError(f"result must be one of {', '.join(RESULT_CODES)}, not {result!r}")
+        self._games.append((root_fen, np.asarray(actions, np.uint16), np.asarray(scores, np.int16),
+                            RESULT_CODES[result]))
+        if len(self._games) >= self.games_per_shard:
+            self.flush()
+
+    def flush(self) -> str | None:
+        """Write the games collected so far as one shard; its path, or ``None`` if there were none."""
+        if not self._games:
+            return None
+        name = f"{self.prefix}-{self._next:06d}.npz"
+        path = write_shard(os.path.join(self.directory, name), self.variant, self._games)
+        self._games = []
+        self._next += 1
+        return path
+
+    def close(self) -> None:
+        self.flush()
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is None:
+            self.close()
+
+
+def write_shard(path: str, variant: Variant, games: Sequence[tuple[str, np.ndarray, np.ndarray, int]]) -> str:
+    """Write ``games`` (root FEN, actions, scores, result code) as one shard and list it in the manifest."""
+    offsets = np.zeros(len(games) + 1, np.int64)
+    offsets[1:] = np.cumsum([len(g[1]) for g in games])
+    arrays = {
+        "offsets": offsets,
+        "root_fens": np.frombuffer("\n".join(g[0] for g in games).encode(), np.uint8),
+        "actions": np.concatenate([g[1] for g in games]) if games else np.zeros(0, np.uint16),
+        "scores": np.concatenate([g[2] for g in games]) if games else np.zeros(0, np.int16),
+        "results": np.array([g[3] for g in games], np.int8),
+    }
+    directory = os.path.dirname(path) or "."
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    entry = {"format": FORMAT, "file": os.path.basename(path), "variant": variant.name,
+             "games": len(games), "positions": int(offsets[-1]), "sha256": _sha256(path)}
+    with open(os.path.join(directory, MANIFEST), "a") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
+def _remove_stale_temporaries(directory: str) -> None:
+    for name in os.listdir(directory):
+        if name.endswith(".npz.tmp"):
+            os.remove(os.path.join(directory, name))
+
+
+def list_shards(directory: str) -> list[dict]:
+    """The manifest's entries (one per complete shard), in write order.
+
+    A manifest line cut short by a kill is ignored, and so is a shard file the
+    manifest does not list (it was written but not yet recorded).
+    """
+    path = os.path.join(directory, MANIFEST)
+    if not os.path.exists(path):
+        return []
+    entries = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                break  # the last line was being written when the run stopped
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                raise DatasetError(f"{path} line {number} is not JSON: {line[:60]!r}") from None
+            if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+                raise DatasetError(f"{path} line {number} is not a {FORMAT} manifest entry")
+            entries.append(entry)
+    return entries
+
+
+class Shard(NamedTuple):
+    """One shard's arrays, checked."""
+
+    offsets: np.ndarray
+    root_fens: list[str]
+    actions: np.ndarray
+    scores: np.ndarray
+    results: np.ndarray
+
+    @property
+    def num_games(self) -> int:
+        return len(self.results)
+
+
+def read_shard(directory: str, entry: dict, variant: Variant) -> Shard:
+    """Load and verify one shard listed in the manifest (checksum, array types, consistency)."""
+    path = os.path.join(directory, os.path.basename(entry["file"]))
+    if not os.path.exists(path):
+        raise DatasetError(f"{path} is listed in the manifest but missing")
+    if _sha256(path) != entry.get("sha256"):
+        raise DatasetError(f"{path} is corrupt: its SHA-256 does not match the manifest")
+    if entry.get("variant") != variant.name:
+        raise DatasetError(f"{path} holds {entry.get('variant')!r} games, not {variant.name!r}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in ("offsets", "root_fens", "actions", "scores", "results")}
+    except (OSError, ValueError, KeyError, zlib.error) as exc:
+        raise DatasetError(f"{path} is not a readable shard: {exc}") from None
+    offsets, actions = arrays["offsets"], arrays["actions"]
+    fens = bytes(arrays["root_fens"]).decode() if len(arrays["root_fens"]) else ""
+    root_fens = fens.split("\n") if arrays["results"].size else []
+    n = arrays["results"].size
+    if (offsets.shape != (n + 1,) or len(root_fens) != n or offsets[0] != 0 or np.any(np.diff(offsets) < 0)
+            or offsets[-1] != actions.size or arrays["scores"].size != actions.size
+            or np.any(actions >= variant.num_actions)):
+        raise DatasetError(f"{path} has inconsistent arrays")
+    return Shard(offsets, root_fens, actions, arrays["scores"], arrays["results"])
+
+
+class Batch(NamedTuple):
+    """Training arrays for a batch of positions."""
+
+    observations: np.ndarray  #: float32 (n, height, width, channels), from the side to move
+    masks: np.ndarray  #: int8 (n, num_actions), the legal moves
+    actions: np.ndarray  #: int64 (n,), the move played
+    results: np.ndarray  #: float32 (n,), the game result from the side to move (+1 / 0 / -1)
+    scores: np.ndarray  #: float32 (n,), the engine's score mapped to [-1, 1] (:func:`score_to_value`)
+
+
+@dataclasses.dataclass
+class GameDataset:
+    """The games of one dataset directory, split into train and validation by game.
+
+    :param directory: where :class:`ShardWriter` wrote the shards.
+    :param validation: share of games held out (decided per game from a hash
+        of its shard and index, so it never changes as shards are added).
+    :param history, last_move: the observation settings (as the envs' ``history``/``last_move``).
+    """
+
+    directory: str
+    validation: float = 0.05
+    history: int = 1
+    last_move: bool = True
+
+    def __post_init__(self):
+        self.entries = list_shards(self.directory)
+        if not self.entries:
+            raise DatasetError(f"no dataset at {self.directory!r}: {MANIFEST} lists no shards")
+        names = {e["variant"] for e in self.entries}
+        if len(names) != 1:
+            raise DatasetError(f"{self.directory} mixes variants: {', '.join(sorted(names))}")
+        self.variant = get_variant(names.pop())
+
+    @property
+    def num_games(self) -> int:
+        return sum(e["games"] for e in self.entries)
+
+    @property
+    def num_positions(self) -> int:
+        return sum(e["positions"] for e in self.entries)
+
+    def _in_split(self, entry: dict, count: int, split: str) -> np.ndarray:
+        key = int.from_bytes(hashlib.sha256(entry["file"].encode()).digest()[:4], "little")
+        u = np.random.default_rng(key).random(count)
+        return u < self.validation if split == "validation" else u >= self.validation
+
+    def games(self, split: str = "all") -> Iterator[tuple[str, np.ndarray, np.ndarray, str]]:
+        """``(root_fen, actions, scores, result)`` per game of the split (``train``, ``validation`` or ``all``)."""
+        if split not in ("train", "validation", "all"):
+            raise ValueError(f"split must be 'train', 'validation' or 'all', not {split!r}")
+        for entry in self.entries:
+            shard = read_shard(self.directory, entry, self.variant)
+            keep = np.ones(shard.num_games, bool) if split == "all" else self._in_split(entry, shard.num_games, split)
+            for g in np.flatnonzero(keep):
+                a, b = shard.offsets[g], shard.offsets[g + 1]
+                yield shard.root_fens[g], shard.actions[a:b], shard.scores[a:b], RESULT_TEXT[int(shard.results[g])]
+
+    def batches(self, batch_size: int, split: str = "train", seed: int = 0, shuffle_games: int = 256,
+                score_scale: float = 400.0, drop_last: bool = False) -> Iterator[Batch]:
+        """Batches of positions, shuffled deterministically from ``seed``.
+
+        Shards are visited in a seeded order and positions are shuffled within
+        a buffer of ``shuffle_games`` games, so memory stays flat however
+        large the dataset is. Games with result ``*`` give result target 0.
+        """
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(self.entries)) if split == "train" else range(len(self.entries))
+        buffer: list[tuple] = []
+        pending: list[np.ndarray] = []
+        for i in order:
+            entry = self.entries[i]
+            shard = read_shard(self.directory, entry, self.variant)
+            keep = np.flatnonzero(self._in_split(entry, shard.num_games, split))
+            if split == "train":
+                keep = rng.permutation(keep)
+            for g in keep:
+                buffer.append(self._encode_game(shard, int(g), score_scale))
+                if len(buffer) >= shuffle_games:
+                    yield from self._emit(buffer, batch_size, rng, split == "train", pending)
+                    buffer = []
+        if buffer:
+            yield from self._emit(buffer, batch_size, rng, split == "train", pending)
+        if pending and not drop_last:
+            yield Batch(*pending)
+
+    def _emit(self, buffer, batch_size, rng, shuffle, pending):
+        columns = [np.concatenate(c) for c in zip(*buffer)]
+        n = len(columns[0])
+        index = rng.permutation(n) if shuffle else np.arange(n)
+        columns = [c[index] for c in columns]
+        if pending:  # the rest of the previous buffer goes first
+            columns = [np.concatenate([p, c]) for p, c in zip(pending, columns)]
+            n = len(columns[0])
+            pending.clear()
+        full = n - n % batch_size
+        for start in range(0, full, batch_size):
+            yield Batch(*(c[start:start + batch_size] for c in columns))
+        if full < n:
+            pending.extend(c[full:] for c in columns)
+
+    def _encode_game(self, shard: Shard, g: int, score_scale: float) -> tuple:
+        a, b = shard.offsets[g], shard.offsets[g + 1]
+        actions = shard.actions[a:b].astype(np.int64)
+        position = Position(self.variant, shard.root_fens[g])
+        white_moves_first = position.turn == 0
+        observations, masks = [], np.empty((len(actions), self.variant.num_actions), np.int8)
+        for i, action in enumerate(actions):
+            observations.append(position.observation(self.history, self.last_move))
+            position.write_action_mask(masks[i])
+            position.push_action(int(action))
+        code = int(shard.results[g])
+        white_result = 0.0 if code in (0, 2) else float(code)
+        mover_is_white = (np.arange(len(actions)) % 2 == 0) == white_moves_first
+        results = np.where(mover_is_white, white_result, -white_result).astype(np.float32) + 0.0  # no -0.0
+        observations = np.stack(observations) if observations else np.zeros(
+            (0, *position.observation(self.history, self.last_move).shape), np.float32)
+        return observations, masks, actions, results, score_to_value(shard.scores[a:b], score_scale)

@@ -1,0 +1,165 @@
+"""Game datasets on disk and engine self-play generation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from minichess_envs import Position
+from minichess_envs.dataset import (
+    MANIFEST, MATE_SCORE, DatasetError, GameDataset, ShardWriter, list_shards, score_to_int, score_to_value,
+)
+
+
+def random_games(variant: str, count: int, seed: int, max_plies: int = 60):
+    rng = np.random.default_rng(seed)
+    games = []
+    for _ in range(count):
+        position = Position(variant)
+        actions = []
+        while position.outcome() is None and len(actions) < max_plies:
+            legal = position.legal_actions()
+            action = int(legal[rng.integers(len(legal))])
+            actions.append(action)
+            position.push_action(action)
+        outcome = position.outcome()
+        scores = rng.integers(-500, 500, len(actions))
+        games.append((Position(variant).fen(), actions, scores, outcome.result() if outcome else "*"))
+    return games
+
+
+def write(directory, games, variant="gardner", per_shard=7):
+    with ShardWriter(str(directory), variant, games_per_shard=per_shard) as writer:
+        for game in games:
+            writer.add_game(*game)
+
+
+def test_scores_map_to_values():
+    assert score_to_int(cp=35) == 35 and score_to_int(mate=3) == MATE_SCORE - 3 and score_to_int(mate=-2) == -(MATE_SCORE - 2)
+    assert score_to_int(cp=10**6) < MATE_SCORE - 999  # a huge cp is never read as a mate
+    values = score_to_value(np.array([0, 400, -400, MATE_SCORE - 5, -(MATE_SCORE - 1)]))
+    assert values[0] == 0 and np.isclose(values[1], np.tanh(1)) and values[2] == -values[1]
+    assert values[3] == 1 and values[4] == -1
+
+
+def test_games_read_back_exactly_and_splits_partition(tmp_path):
+    games = random_games("gardner", 30, seed=1)
+    write(tmp_path, games)
+    data = GameDataset(str(tmp_path), validation=0.3)
+    assert data.num_games == 30 and data.num_positions == sum(len(g[1]) for g in games)
+    read = [(fen, list(a), list(s), r) for fen, a, s, r in data.games("all")]
+    assert read == [(fen, list(a), list(s), r) for fen, a, s, r in games]
+    train = [tuple(a) for _, a, _, _ in data.games("train")]
+    validation = [tuple(a) for _, a, _, _ in data.games("validation")]
+    assert 0 < len(validation) < 30 and len(train) + len(validation) == 30
+    assert sorted(train + validation) == sorted(tuple(a) for _, a, _, _ in games)
+
+
+def test_batches_are_legal_deterministic_and_cover_the_split(tmp_path):
+    games = random_games("gardner", 20, seed=2)
+    write(tmp_path, games)
+    data = GameDataset(str(tmp_path), validation=0.25)
+    batches = list(data.batches(32, split="train", seed=7, shuffle_games=4))
+    again = list(data.batches(32, split="train", seed=7, shuffle_games=4))
+    other = list(data.batches(32, split="train", seed=8, shuffle_games=4))
+    assert all(np.array_equal(a.actions, b.actions) for a, b in zip(batches, again))
+    assert not all(np.array_equal(a.actions, b.actions) for a, b in zip(batches, other))
+    total = sum(len(b.actions) for b in batches)
+    assert total == sum(len(a) for _, a, _, _ in data.games("train"))
+    assert all(len(b.actions) == 32 for b in batches[:-1])
+    for b in batches:
+        assert np.all(b.masks[np.arange(len(b.actions)), b.actions] == 1)  # the move played is legal
+        assert b.observations.dtype == np.float32 and set(np.unique(b.results)) <= {-1.0, 0.0, 1.0}
+        assert np.all(np.abs(b.scores) <= 1)
+
+
+def test_result_targets_are_from_the_side_to_move(tmp_path):
+    write(tmp_path, random_games("gardner", 4, seed=3, max_plies=300))
+    data = GameDataset(str(tmp_path), validation=1.0)  # the validation split keeps game order
+    batch, = data.batches(10_000, split="validation")
+    expected = []
+    for _, actions, _, result in data.games("validation"):
+        white = {"1-0": 1.0, "0-1": -1.0}.get(result, 0.0)
+        expected += [white if i % 2 == 0 else -white for i in range(len(actions))]
+    assert list(batch.results) == expected and any(expected)
+
+
+def test_corrupt_or_foreign_files_are_refused_by_name(tmp_path):
+    write(tmp_path, random_games("gardner", 10, seed=4))
+    shard = os.path.join(tmp_path, list_shards(str(tmp_path))[0]["file"])
+    data = bytearray(open(shard, "rb").read())
+    data[len(data) // 2] ^= 1
+    open(shard, "wb").write(bytes(data))
+    with pytest.raises(DatasetError, match=os.path.basename(shard) + " is corrupt"):
+        list(GameDataset(str(tmp_path)).games())
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / MANIFEST).write_text("not json\n")
+    with pytest.raises(DatasetError, match="line 1 is not JSON"):
+        GameDataset(str(tmp_path / "other"))
+    with pytest.raises(DatasetError, match="no dataset"):
+        GameDataset(str(tmp_path / "nowhere"))
+
+
+def test_interrupted_writes_leave_only_complete_listed_shards(tmp_path):
+    write(tmp_path, random_games("gardner", 14, seed=5))
+    with open(tmp_path / MANIFEST, "a") as f:
+        f.write('{"format": "minichess-games/1", "file": "shard-0000')  # a kill mid-line
+    (tmp_path / "shard-000009.npz.tmp").write_bytes(b"half a shard")
+    assert [e["file"] for e in list_shards(str(tmp_path))] == ["shard-000000.npz", "shard-000001.npz"]
+    ShardWriter(str(tmp_path), "gardner")
+    assert not (tmp_path / "shard-000009.npz.tmp").exists()
+
+
+ENGINE = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games")
+needs_engine = pytest.mark.skipif(ENGINE is None, reason="Fairy-Stockfish is not installed (apt install fairy-stockfish)")
+
+
+@needs_engine
+def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
+    from agents.games import GenerationSettings, generate_games
+
+    settings = GenerationSettings("gardner", games=6, nodes=10, games_per_chunk=1, opening_plies=2, ply_limit=24)
+    script = textwrap.dedent(f"""
+        from agents.games import GenerationSettings, generate_games
+        if __name__ == "__main__":
+            generate_games({str(tmp_path / 'run')!r}, GenerationSettings(**{settings.__dict__!r}), workers=1,
+                           progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=os.getcwd())
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list_shards(str(tmp_path / "run"))) < 2:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    done_before = len(list_shards(str(tmp_path / "run")))
+    assert 2 <= done_before < 6, "the kill should land mid-run"
+    summary = generate_games(str(tmp_path / "run"), settings, workers=1, progress=False)
+    assert summary["games"] == 6 - done_before
+    files = [e["file"] for e in list_shards(str(tmp_path / "run"))]
+    assert sorted(files) == [f"games-{i:06d}.npz" for i in range(6)]  # each chunk once
+    generate_games(str(tmp_path / "fresh"), settings, workers=2, progress=False)
+    resumed = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "run")).games())
+    fresh = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "fresh")).games())
+    assert resumed == fresh  # the same games as a run that was never interrupted
+    for fen, actions, scores, _ in GameDataset(str(tmp_path / "fresh")).games():
+        position = Position("gardner", fen)
+        for action in actions:
+            position.push_action(int(action))  # every recorded move is legal
+        assert np.all(np.abs(scores) <= MATE_SCORE)
+
+
+def test_a_missing_engine_says_how_to_install_it(tmp_path, monkeypatch):
+    import agents.uci
+    from agents.games import GenerationSettings, generate_games
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(agents.uci, "SEARCH_DIRS", ())
+    with pytest.raises(FileNotFoundError, match="apt install fairy-stockfish"):
+        generate_games(str(tmp_path / "out"), GenerationSettings("gardner", games=1), progress=False)
