@@ -1,0 +1,163 @@
+"""Supervised training of the AlphaZero network from games (engine self-play or PGN).
+
+The policy learns the move played with a cross-entropy over the legal moves
+only (illegal logits get no probability and no gradient), and the value
+learns the game result, the engine's score mapped to [-1, 1], or a mix of
+the two. The loop is the run machinery's (:mod:`agents.runs`): one
+checkpoint per epoch, ``resume=True`` continues from it, metrics go to
+``metrics.csv`` and TensorBoard. Every epoch's network is also saved as an
+AlphaZero agent under ``agents/epoch-NNN`` (for checkpoint tournaments and
+``--init-from``), and the last as ``agent/``.
+
+>>> settings = SupervisedSettings(data="data/gardner", epochs=5)   # doctest: +SKIP
+>>> net = train_supervised("runs/supervised_gardner", settings)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from agents.alphazero.agent import AlphaZeroAgent
+from agents.alphazero.network import NetConfig, PolicyValueNet, masked_log_softmax
+from agents.runs import Run
+from minichess_envs.dataset import Batch, GameDataset
+from minichess_envs.encoding import ObservationEncoding
+
+VALUE_TARGETS = ("result", "score", "mix")
+
+
+@dataclasses.dataclass
+class SupervisedSettings:
+    """A supervised run; saved in its checkpoints (a resumed run must match, but for ``epochs``)."""
+
+    data: str  # a dataset directory written by minichess_envs.dataset.ShardWriter
+    epochs: int = 10
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-4
+    grad_clip: float = 1.0
+    value_target: str = "mix"  # "result", "score" (the engine's, tanh(cp / score_scale)) or "mix"
+    score_weight: float = 0.5  # share of the engine score in the "mix" target
+    score_scale: float = 400.0
+    validation: float = 0.05  # share of games held out, chosen per game
+    shuffle_games: int = 512
+    # the network, as in agents.alphazero.train.Config
+    blocks: int = 4
+    channels: int = 64
+    policy_channels: int = 32
+    history: int = 1
+    last_move: bool = False
+    simulations: int = 64  # of the saved agents' search
+    seed: int = 0
+    threads: int = 0  # torch threads (0: torch's default)
+
+    def __post_init__(self):
+        if self.value_target not in VALUE_TARGETS:
+            raise ValueError(f"value_target must be one of {', '.join(VALUE_TARGETS)}, not {self.value_target!r}")
+        if not 0.0 <= self.score_weight <= 1.0 or not 0.0 <= self.validation < 1.0:
+            raise ValueError("score_weight must be in [0, 1] and validation in [0, 1)")
+
+
+def policy_loss(logits: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the moves played over the legal moves only (mean over the batch)."""
+    return -masked_log_softmax(logits, masks).gather(1, actions[:, None]).squeeze(1).mean()
+
+
+def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:
+    if settings.value_target == "result":
+        return batch.results
+    if settings.value_target == "score":
+        return batch.scores
+    return (1 - settings.score_weight) * batch.results + settings.score_weight * batch.scores
+
+
+def _tensors(batch: Batch, settings: SupervisedSettings):
+    return (torch.from_numpy(batch.observations), torch.from_numpy(batch.masks), torch.from_numpy(batch.actions),
+            torch.from_numpy(np.asarray(value_target(batch, settings), np.float32)), torch.from_numpy(batch.results))
+
+
+def evaluate(net: PolicyValueNet, data: GameDataset, settings: SupervisedSettings, split: str = "validation") -> dict:
+    """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy."""
+    net.eval()
+    n = agree = signs = decisive = 0
+    policy_sum = value_sum = 0.0
+    with torch.no_grad():
+        for batch in data.batches(1024, split=split, score_scale=settings.score_scale):
+            obs, masks, actions, target, results = _tensors(batch, settings)
+            logits, value = net(obs)
+            k = len(actions)
+            policy_sum += policy_loss(logits, masks, actions).item() * k
+            value_sum += F.mse_loss(value, target, reduction="sum").item()
+            agree += (logits.masked_fill(masks == 0, float("-inf")).argmax(1) == actions).sum().item()
+            nonzero = results != 0
+            decisive += nonzero.sum().item()
+            signs += (torch.sign(value[nonzero]) == results[nonzero]).sum().item()
+            n += k
+    net.train()
+    if n == 0:
+        return {}
+    return {f"{split}_top1": agree / n, f"{split}_policy_loss": policy_sum / n, f"{split}_value_loss": value_sum / n,
+            f"{split}_value_sign": signs / decisive if decisive else float("nan"), f"{split}_positions": n}
+
+
+def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
+                     verbose: bool = True) -> PolicyValueNet:
+    """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it."""
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    data = GameDataset(settings.data, validation=settings.validation, history=settings.history,
+                       last_move=settings.last_move)
+    variant = data.variant
+    shape = ObservationEncoding(variant, settings.history, settings.last_move).shape
+    torch.manual_seed(settings.seed)
+    net = PolicyValueNet(NetConfig(*shape, variant.num_actions, settings.blocks, settings.channels,
+                                   settings.policy_channels))
+    optimizer = torch.optim.AdamW(net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    with Run(run_dir, settings, "supervised", resume=resume, may_differ=("epochs",), verbose=verbose) as run:
+        if run.resumed:
+            saved = run.tensors()
+            net.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+        positions_per_epoch = data.num_positions
+        progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
+                                unit="position", done=run.state.iteration * positions_per_epoch)
+        if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
+            AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
+                           name="supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
+        net.train()
+        for epoch in range(run.state.iteration + 1, settings.epochs + 1):
+            seen = policy_sum = value_sum = 0.0
+            for batch in data.batches(settings.batch_size, split="train", seed=settings.seed * 100_003 + epoch,
+                                      shuffle_games=settings.shuffle_games, score_scale=settings.score_scale):
+                obs, masks, actions, target, _ = _tensors(batch, settings)
+                logits, value = net(obs)
+                p_loss, v_loss = policy_loss(logits, masks, actions), F.mse_loss(value, target)
+                optimizer.zero_grad()
+                (p_loss + v_loss).backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), settings.grad_clip)
+                optimizer.step()
+                seen += len(actions)
+                policy_sum += p_loss.item() * len(actions)
+                value_sum += v_loss.item() * len(actions)
+                progress.update(int((epoch - 1) * positions_per_epoch + seen),
+                                f"policy {policy_sum / seen:.3f} value {value_sum / seen:.3f}")
+            row = {"epoch": epoch, "train_policy_loss": policy_sum / max(seen, 1),
+                   "train_value_loss": value_sum / max(seen, 1), "train_positions": int(seen)}
+            row.update(evaluate(net, data, settings))
+            run.state.iteration = epoch
+            run.state.env_steps += int(seen)
+            agent = AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
+                                   name=f"supervised-e{epoch}")
+            agent.save(os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
+            run.save(row, tensors={"model": net.state_dict(), "optimizer": optimizer.state_dict()})
+            net.train()
+        progress.close()
+        agent = AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
+                               name="supervised")
+        agent.save(os.path.join(run_dir, "agent"))
+    return net.eval()
