@@ -1,0 +1,94 @@
+"""Supervised training from game datasets: the masked loss, learning, resume."""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agents.supervised import SupervisedSettings, policy_loss, train_supervised  # noqa: E402
+from minichess_envs import Position  # noqa: E402
+from minichess_envs.dataset import ShardWriter  # noqa: E402
+
+
+def test_masked_loss_ignores_illegal_logits_and_is_cross_entropy_when_all_are_legal():
+    torch.manual_seed(0)
+    logits = torch.randn(6, 10, requires_grad=True)
+    masks = torch.ones(6, 10, dtype=torch.int8)
+    masks[:, 5:] = 0
+    actions = torch.tensor([0, 1, 2, 3, 4, 0])
+    policy_loss(logits, masks, actions).backward()
+    assert torch.all(logits.grad[:, 5:] == 0) and torch.all(logits.grad[:, :5] != 0)
+    changed = logits.detach().clone()
+    changed[:, 5:] += 100.0  # illegal logits do not change the loss
+    assert torch.isclose(policy_loss(changed, masks, actions), policy_loss(logits.detach(), masks, actions))
+    all_legal = torch.ones(6, 10, dtype=torch.int8)
+    expected = torch.nn.functional.cross_entropy(logits.detach(), actions)
+    assert torch.isclose(policy_loss(logits.detach(), all_legal, actions), expected)
+
+
+def teacher_games(tmp_path, count=60, seed=0):
+    """Games in which one fixed rule picks every move (the lowest legal action): a policy that can be learned."""
+    rng = np.random.default_rng(seed)
+    with ShardWriter(str(tmp_path / "data"), "3x3", games_per_shard=20) as writer:
+        for _ in range(count):
+            position = Position("3x3")
+            for _ in range(int(rng.integers(0, 4))):  # a few random plies so the games differ
+                if position.outcome() is None:
+                    legal = position.legal_actions()
+                    position.push_action(int(legal[rng.integers(len(legal))]))
+            if position.outcome() is not None:
+                continue
+            root, actions = position.fen(), []
+            while position.outcome() is None and len(actions) < 30:
+                actions.append(int(min(position.legal_actions())))
+                position.push_action(actions[-1])
+            outcome = position.outcome()
+            writer.add_game(root, actions, [0] * len(actions), outcome.result() if outcome else "*")
+    return str(tmp_path / "data")
+
+
+def metrics(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_tiny_run_learns_and_resumes_to_the_same_state(tmp_path):
+    data = teacher_games(tmp_path)
+    settings = SupervisedSettings(data=data, epochs=4, blocks=1, channels=16, batch_size=64, learning_rate=3e-3,
+                                  validation=0.2, threads=1)
+    whole = train_supervised(str(tmp_path / "whole"), settings, verbose=False)
+    rows = metrics(tmp_path / "whole")
+    assert float(rows[-1]["train_policy_loss"]) < 0.5 * float(rows[0]["train_policy_loss"])
+    assert float(rows[-1]["validation_top1"]) > 0.5  # far above chance over ~10 legal moves
+
+    import dataclasses
+
+    train_supervised(str(tmp_path / "split"), dataclasses.replace(settings, epochs=2), verbose=False)
+    with pytest.raises(ValueError, match="resume=True"):
+        train_supervised(str(tmp_path / "split"), settings, verbose=False)
+    with pytest.raises(ValueError, match="learning_rate"):
+        train_supervised(str(tmp_path / "split"), dataclasses.replace(settings, learning_rate=1e-2), resume=True,
+                         verbose=False)
+    resumed = train_supervised(str(tmp_path / "split"), settings, resume=True, verbose=False)
+    for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert metrics(tmp_path / "split") == [dict(r, elapsed_s=s["elapsed_s"]) for r, s in
+                                           zip(rows, metrics(tmp_path / "split"))]
+    assert sorted(os.listdir(tmp_path / "whole" / "agents")) == [f"epoch-{e:03d}" for e in range(5)]
+
+
+def test_saved_agents_load_and_play(tmp_path):
+    from agents import load
+
+    data = teacher_games(tmp_path, count=10)
+    train_supervised(str(tmp_path / "run"), SupervisedSettings(data=data, epochs=1, blocks=1, channels=8,
+                                                               simulations=0, threads=1), verbose=False)
+    agent = load(str(tmp_path / "run" / "agent"))
+    position = Position("3x3")
+    action = agent.act(None, position.action_mask(), position)
+    assert position.action_mask()[action] == 1
