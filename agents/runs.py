@@ -41,7 +41,7 @@ import shutil
 import time
 from typing import Any, Callable
 
-from agents.checksums import SUMS, read_checksums, verify_checksum, write_checksums
+from minichess_envs.checksums import SUMS, read_checksums, verify_checksum, write_checksums
 
 CHECKPOINT = "checkpoint"
 STATE = "state.json"

@@ -1,13 +1,15 @@
 """Supervised training of the AlphaZero network from games (engine self-play or PGN).
 
-The policy learns the move played with a cross-entropy over the legal moves
+The network (AlphaZero's :class:`~agents.alphazero.network.PolicyValueNet`,
+or PPO's :class:`~agents.ppo.network.PPONet` with ``network="ppo"``) learns
+the move played with a cross-entropy over the legal moves
 only (illegal logits get no probability and no gradient), and the value
 learns the game result, the engine's score mapped to [-1, 1], or a mix of
 the two. The loop is the run machinery's (:mod:`agents.runs`): one
 checkpoint per epoch, ``resume=True`` continues from it, metrics go to
 ``metrics.csv`` and TensorBoard. Every epoch's network is also saved as an
-AlphaZero agent under ``agents/epoch-NNN`` (for checkpoint tournaments and
-``--init-from``), and the last as ``agent/``.
+agent (AlphaZero or PPO) under ``agents/epoch-NNN`` (for checkpoint
+tournaments and ``init_from`` of the AlphaZero and PPO loops), the last as ``agent/``.
 
 >>> settings = SupervisedSettings(data="data/gardner", epochs=5)   # doctest: +SKIP
 >>> net = train_supervised("runs/supervised_gardner", settings)     # doctest: +SKIP
@@ -52,13 +54,18 @@ class SupervisedSettings:
     policy_channels: int = 32
     history: int = 1
     last_move: bool = False
-    simulations: int = 64  # of the saved agents' search
+    network: str = "alphazero"  # or "ppo": the PPO actor-critic (agents.ppo.network.PPONet)
+    ppo_channels: int = 64  # the PPO network's size (PPONetConfig)
+    ppo_conv_layers: int = 3
+    simulations: int = 64  # of the saved AlphaZero agents' search
     seed: int = 0
     threads: int = 0  # torch threads (0: torch's default)
 
     def __post_init__(self):
         if self.value_target not in VALUE_TARGETS:
             raise ValueError(f"value_target must be one of {', '.join(VALUE_TARGETS)}, not {self.value_target!r}")
+        if self.network not in ("alphazero", "ppo"):
+            raise ValueError(f"network must be 'alphazero' or 'ppo', not {self.network!r}")
         if not 0.0 <= self.score_weight <= 1.0 or not 0.0 <= self.validation < 1.0:
             raise ValueError("score_weight must be in [0, 1] and validation in [0, 1)")
 
@@ -81,7 +88,35 @@ def _tensors(batch: Batch, settings: SupervisedSettings):
             torch.from_numpy(np.asarray(value_target(batch, settings), np.float32)), torch.from_numpy(batch.results))
 
 
-def evaluate(net: PolicyValueNet, data: GameDataset, settings: SupervisedSettings, split: str = "validation") -> dict:
+def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:
+    """A fresh network of the kind and size the settings name."""
+    shape = ObservationEncoding(variant, settings.history, settings.last_move).shape
+    if settings.network == "ppo":
+        from agents.ppo.network import PPONet, PPONetConfig
+
+        return PPONet(PPONetConfig(*shape, variant.num_actions, settings.ppo_channels, settings.ppo_conv_layers))
+    return PolicyValueNet(NetConfig(*shape, variant.num_actions, settings.blocks, settings.channels,
+                                    settings.policy_channels))
+
+
+def forward(net: torch.nn.Module, observations: torch.Tensor, masks: torch.Tensor):
+    """``(policy logits, value)`` of either network (the PPO network takes the mask as input)."""
+    if isinstance(net, PolicyValueNet):
+        return net(observations)
+    return net(observations, masks)
+
+
+def as_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: str):
+    """The network as the agent that plays it: AlphaZero (search) or PPO (policy)."""
+    if isinstance(net, PolicyValueNet):
+        return AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
+                              name=name)
+    from agents.ppo.agent import PPOAgent
+
+    return PPOAgent(net, variant.name, settings.history, settings.last_move, name=name, backend="supervised")
+
+
+def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettings, split: str = "validation") -> dict:
     """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy."""
     net.eval()
     n = agree = signs = decisive = 0
@@ -89,7 +124,7 @@ def evaluate(net: PolicyValueNet, data: GameDataset, settings: SupervisedSetting
     with torch.no_grad():
         for batch in data.batches(1024, split=split, score_scale=settings.score_scale):
             obs, masks, actions, target, results = _tensors(batch, settings)
-            logits, value = net(obs)
+            logits, value = forward(net, obs, masks)
             k = len(actions)
             policy_sum += policy_loss(logits, masks, actions).item() * k
             value_sum += F.mse_loss(value, target, reduction="sum").item()
@@ -106,17 +141,15 @@ def evaluate(net: PolicyValueNet, data: GameDataset, settings: SupervisedSetting
 
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
-                     verbose: bool = True) -> PolicyValueNet:
+                     verbose: bool = True) -> torch.nn.Module:
     """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it."""
     if settings.threads:
         torch.set_num_threads(settings.threads)
     data = GameDataset(settings.data, validation=settings.validation, history=settings.history,
                        last_move=settings.last_move)
     variant = data.variant
-    shape = ObservationEncoding(variant, settings.history, settings.last_move).shape
     torch.manual_seed(settings.seed)
-    net = PolicyValueNet(NetConfig(*shape, variant.num_actions, settings.blocks, settings.channels,
-                                   settings.policy_channels))
+    net = make_net(settings, variant)
     optimizer = torch.optim.AdamW(net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
     with Run(run_dir, settings, "supervised", resume=resume, may_differ=("epochs",), verbose=verbose) as run:
         if run.resumed:
@@ -127,15 +160,14 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
         progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
                                 unit="position", done=run.state.iteration * positions_per_epoch)
         if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
-            AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
-                           name="supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
+            as_agent(net, variant, settings, "supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
         net.train()
         for epoch in range(run.state.iteration + 1, settings.epochs + 1):
             seen = policy_sum = value_sum = 0.0
             for batch in data.batches(settings.batch_size, split="train", seed=settings.seed * 100_003 + epoch,
                                       shuffle_games=settings.shuffle_games, score_scale=settings.score_scale):
                 obs, masks, actions, target, _ = _tensors(batch, settings)
-                logits, value = net(obs)
+                logits, value = forward(net, obs, masks)
                 p_loss, v_loss = policy_loss(logits, masks, actions), F.mse_loss(value, target)
                 optimizer.zero_grad()
                 (p_loss + v_loss).backward()
@@ -151,13 +183,10 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             row.update(evaluate(net, data, settings))
             run.state.iteration = epoch
             run.state.env_steps += int(seen)
-            agent = AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
-                                   name=f"supervised-e{epoch}")
-            agent.save(os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
+            as_agent(net, variant, settings, f"supervised-e{epoch}").save(
+                os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
             run.save(row, tensors={"model": net.state_dict(), "optimizer": optimizer.state_dict()})
             net.train()
         progress.close()
-        agent = AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
-                               name="supervised")
-        agent.save(os.path.join(run_dir, "agent"))
+        as_agent(net, variant, settings, "supervised").save(os.path.join(run_dir, "agent"))
     return net.eval()

@@ -14,7 +14,7 @@ import os
 
 import torch
 
-from agents.checksums import verify_checksum, write_checksums
+from minichess_envs.checksums import verify_checksum, write_checksums
 
 WEIGHTS = "weights.pt"
 

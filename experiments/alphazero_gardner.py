@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ray-address", default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--init-from", default=None,
+                        help="a saved AlphaZero agent to start from (e.g. runs/supervised_gardner/agent)")
     args = parser.parse_args(argv)
 
     started = machine()
@@ -60,7 +62,7 @@ def main(argv=None) -> int:
                             dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
         blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
         buffer_size=150_000, sample_reuse=2.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4,
-        threads=args.threads, workers=args.workers, ray_address=args.ray_address,
+        threads=args.threads, workers=args.workers, ray_address=args.ray_address, init_from=args.init_from,
     )
 
     def evaluate(net, encoding, iteration):

@@ -30,6 +30,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from minichess_envs.checksums import sha256
 from minichess_envs.engine import Position
 from minichess_envs.variants import Variant, get_variant
 
@@ -58,14 +59,6 @@ def score_to_value(scores: np.ndarray, scale: float = 400.0) -> np.ndarray:
     value = np.tanh(scores / scale)
     value[np.abs(scores) >= MATE_SCORE - 1000] = np.sign(scores[np.abs(scores) >= MATE_SCORE - 1000])
     return value.astype(np.float32)
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class ShardWriter:
@@ -137,7 +130,7 @@ def write_shard(path: str, variant: Variant, games: Sequence[tuple[str, np.ndarr
         os.fsync(f.fileno())
     os.replace(tmp, path)
     entry = {"format": FORMAT, "file": os.path.basename(path), "variant": variant.name,
-             "games": len(games), "positions": int(offsets[-1]), "sha256": _sha256(path)}
+             "games": len(games), "positions": int(offsets[-1]), "sha256": sha256(path)}
     with open(os.path.join(directory, MANIFEST), "a") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()
@@ -194,7 +187,7 @@ def read_shard(directory: str, entry: dict, variant: Variant) -> Shard:
     path = os.path.join(directory, os.path.basename(entry["file"]))
     if not os.path.exists(path):
         raise DatasetError(f"{path} is listed in the manifest but missing")
-    if _sha256(path) != entry.get("sha256"):
+    if sha256(path) != entry.get("sha256"):
         raise DatasetError(f"{path} is corrupt: its SHA-256 does not match the manifest")
     if entry.get("variant") != variant.name:
         raise DatasetError(f"{path} holds {entry.get('variant')!r} games, not {variant.name!r}")

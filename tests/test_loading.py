@@ -184,7 +184,7 @@ def test_pickled_code_in_weights_never_runs(tmp_path, make):
     make().save(str(path))
     # a weights file that runs code when unpickled, with a matching checksum
     torch.save({"net_config": {}, "model": Payload(marker)}, str(path / "weights.pt"))
-    from agents.checksums import write_checksums
+    from minichess_envs.checksums import write_checksums
 
     write_checksums(str(path), ["weights.pt"])
     with pytest.raises(ValueError, match="weights.pt"):
@@ -213,7 +213,7 @@ def test_bit_flips_in_weights_are_refused(tmp_path, make):
 def test_weights_without_a_checksum_load_with_a_warning(tmp_path):
     ppo_agent().save(str(tmp_path))
     os.remove(tmp_path / "SHA256SUMS")
-    from agents.checksums import ChecksumWarning
+    from minichess_envs.checksums import ChecksumWarning
 
     with pytest.warns(ChecksumWarning, match="weights.pt"):
         agents.load(str(tmp_path))

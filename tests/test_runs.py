@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the run machinery's checkpoints need torch (pip install -e '.[agents]')")
 
 from agents import runs  # noqa: E402
-from agents.checksums import SUMS, write_checksums  # noqa: E402
+from minichess_envs.checksums import SUMS, write_checksums  # noqa: E402
 from agents.runs import Run, checkpoint_dir, load_tensors, machine, machine_text, read_state  # noqa: E402
 
 

@@ -92,3 +92,42 @@ def test_saved_agents_load_and_play(tmp_path):
     position = Position("3x3")
     action = agent.act(None, position.action_mask(), position)
     assert position.action_mask()[action] == 1
+
+
+def test_the_ppo_network_trains_too_and_starts_a_ppo_run(tmp_path):
+    from agents import load
+    from agents.ppo.agent import PPOAgent
+    from agents.ppo.common import PPOSettings, initial_weights
+
+    data = teacher_games(tmp_path, count=20)
+    settings = SupervisedSettings(data=data, epochs=3, network="ppo", ppo_channels=8, ppo_conv_layers=1,
+                                  last_move=True, batch_size=64, learning_rate=3e-3, validation=0.2, threads=1)
+    train_supervised(str(tmp_path / "run"), settings, verbose=False)
+    rows = metrics(tmp_path / "run")
+    assert float(rows[-1]["train_policy_loss"]) < float(rows[0]["train_policy_loss"])
+    agent = load(str(tmp_path / "run" / "agent"))
+    assert isinstance(agent, PPOAgent)
+    ppo = PPOSettings(variant="3x3", init_from=str(tmp_path / "run" / "agent"), channels=8, conv_layers=1)
+    weights = initial_weights(ppo)
+    assert all(torch.equal(weights[k], v) for k, v in agent.net.state_dict().items())
+
+
+def test_alphazero_self_play_starts_from_a_supervised_network(tmp_path):
+    from agents.alphazero.mcts import SearchConfig
+    from agents.alphazero.train import Config, initial_weights, make_net, train
+
+    data = teacher_games(tmp_path, count=20)
+    train_supervised(str(tmp_path / "sup"), SupervisedSettings(data=data, epochs=1, blocks=1, channels=16,
+                                                               threads=1), verbose=False)
+    agent = str(tmp_path / "sup" / "agent")
+    config = Config(variant="3x3", run_dir=str(tmp_path / "az"), iterations=1, games_per_iteration=8,
+                    search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=16,
+                    batch_size=32, buffer_size=2000, threads=1, init_from=agent)
+    supervised = torch.load(os.path.join(agent, "weights.pt"), weights_only=True)["model"]
+    start = initial_weights(config, make_net(config)[0])
+    assert all(torch.equal(start[k], v) for k, v in supervised.items())
+    state = train(config, verbose=False)
+    assert state["iteration"] == 1
+    config.channels, config.run_dir = 8, str(tmp_path / "other")
+    with pytest.raises(ValueError, match="init_from .* is a network for"):
+        train(config, verbose=False)

@@ -58,6 +58,7 @@ class Config:
     weight_decay: float = 1e-4
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
+    init_from: str | None = None  # a saved AlphaZero agent (e.g. supervised) whose weights start the run
     # scaling out
     workers: int = 0
     ray_address: str | None = None
@@ -76,6 +77,19 @@ def make_net(config: Config) -> tuple[PolicyValueNet, ObservationEncoding]:
     net_config = NetConfig(variant.height, variant.width, encoding.num_channels, variant.num_actions,
                            blocks=config.blocks, channels=config.channels, policy_channels=config.policy_channels)
     return PolicyValueNet(net_config), encoding
+
+
+def initial_weights(config: Config, net: PolicyValueNet) -> dict:
+    """The weights of the saved agent ``config.init_from``; ``ValueError`` if its network or observation differ."""
+    from agents.alphazero.agent import AlphaZeroAgent
+
+    agent = AlphaZeroAgent.load(config.init_from)
+    ours = (config.variant, config.history, config.last_move, net.config)
+    theirs = (agent.variant.name, agent.encoding.history, agent.encoding.last_move, agent.net.config)
+    if ours != theirs:
+        raise ValueError(f"init_from {config.init_from!r} is a network for (variant, history, last_move, shape) "
+                         f"{theirs}; this run needs {ours}")
+    return agent.net.state_dict()
 
 
 def start_positions(config: Config, count: int, rng: np.random.Generator) -> list[Position]:
@@ -153,6 +167,8 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     buffer = ReplayBuffer(config.buffer_size, encoding.shape, encoding.variant.num_actions)
     rng = np.random.default_rng(config.seed)
+    if config.init_from is not None and not run.resumed:
+        net.load_state_dict(initial_weights(config, net))
     if run.resumed:
         saved = _checkpoint_state(run.state, run.tensors(), run.checkpoint)
         net.load_state_dict(saved["model"])
