@@ -1,0 +1,125 @@
+"""Checkpoint tournaments: how a run's saved networks compare with each other and with an engine.
+
+Each checkpoint plays the next one and every engine level, and each engine
+level plays the next, so every player is linked to every other by games;
+ratings are maximum-likelihood Elo with profile-likelihood intervals
+(:func:`agents.ratings.elo_mle`), anchored at the first checkpoint (0 Elo).
+Deterministic players (a search with a fixed budget, an engine at a fixed
+node count) would repeat one game, so every game starts after a few random
+plies drawn from its seed, and colours alternate.
+
+>>> result = checkpoint_tournament(["runs/x/agents/epoch-000", "runs/x/agents/epoch-005"], "gardner")  # doctest: +SKIP
+>>> print(tournament_table(result))                                                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable, Sequence
+
+from agents.arena import MatchResult, all_games, close_agents, rating_results, run_tournament
+from agents.base import load
+from agents.ratings import Rating, elo_mle
+from agents.reports import markdown_table
+
+
+@dataclasses.dataclass
+class TournamentResult:
+    """The players in order (checkpoints, then engine levels), their ratings and the matches played."""
+
+    checkpoints: list[str]
+    engines: list[str]
+    ratings: dict[str, Rating]
+    matches: list[MatchResult]
+
+
+def checkpoint_tournament(
+    checkpoints: Sequence[str],
+    variant: str,
+    engine_nodes: Sequence[int] = (1, 10, 100),
+    games: int = 20,
+    seed: int = 0,
+    workers: int = 1,
+    opening_plies: int = 2,
+    simulations: int | None = None,
+    prior_draws: float = 1.0,
+    engine: str | None = None,
+    progress: Callable | None = None,
+) -> TournamentResult:
+    """Play and rate saved agents (a run's checkpoints, in order) and engine levels.
+
+    :param checkpoints: saved-agent directories, oldest first; named by their directory.
+    :param engine_nodes: UCI ``go nodes`` budgets of the engine levels (empty: no engine).
+    :param games: games per pairing, colours alternating.
+    :param simulations: search budget for AlphaZero checkpoints (default: as saved).
+    :param prior_draws: virtual draws per pairing, so that a clean sweep has a finite rating.
+    """
+    if len(checkpoints) < 1:
+        raise ValueError("give at least one checkpoint")
+    players = []
+    for path in checkpoints:
+        agent = load(path)
+        if simulations is not None:
+            from agents.alphazero.agent import AlphaZeroAgent
+
+            if isinstance(agent, AlphaZeroAgent):
+                agent = AlphaZeroAgent.load(path, simulations=simulations)
+        agent.name = os.path.basename(os.path.normpath(path))
+        players.append(agent)
+    names = [p.name for p in players]
+    if len(set(names)) < len(names):
+        raise ValueError(f"checkpoint directories need distinct names: {names}")
+    engines = []
+    if engine_nodes:
+        from agents.uci import UCIEngineAgent
+
+        engines = [UCIEngineAgent(variant, engine, nodes=n) for n in engine_nodes]
+    everyone = players + engines
+    k = len(players)
+    pairings = [(i, i + 1) for i in range(k - 1)]  # each checkpoint against the next
+    pairings += [(i, k + e) for i in range(k) for e in range(len(engines))]  # ... and every engine level
+    pairings += [(k + e, k + e + 1) for e in range(len(engines) - 1)]  # engine levels against each other
+    try:
+        matches = run_tournament(everyone, variant, games, seed, pairings=pairings, workers=workers,
+                                 progress=progress, opening_plies=opening_plies, illegal="forfeit")
+    finally:
+        close_agents(engines)
+    ratings = elo_mle(rating_results(all_games(matches)), anchor=names[0], prior_draws=prior_draws,
+                      players=[p.name for p in everyone])
+    return TournamentResult(names, [e.name for e in engines], ratings, matches)
+
+
+def tournament_table(result: TournamentResult) -> str:
+    """Markdown: each player's Elo (relative to the first checkpoint), 95% interval, games and mean score."""
+    rows = []
+    for name in result.checkpoints + result.engines:
+        r = result.ratings[name]
+        rows.append([name, f"{r.elo:+.0f}", f"[{r.low:+.0f}, {r.high:+.0f}]", r.games, f"{r.score:.3f}"])
+    return markdown_table(["player", "Elo", "95% interval", "games", "score"], rows)
+
+
+def tournament_plot(result: TournamentResult, path: str, title: str = "Elo of the checkpoints") -> None:
+    """Elo of each checkpoint with its interval, engine levels as horizontal lines (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = range(len(result.checkpoints))
+    elo = [result.ratings[n].elo for n in result.checkpoints]
+    low = [result.ratings[n].elo - result.ratings[n].low for n in result.checkpoints]
+    high = [result.ratings[n].high - result.ratings[n].elo for n in result.checkpoints]
+    ax.errorbar(x, elo, yerr=[low, high], marker="o", capsize=3, label="checkpoints (95% interval)")
+    for name in result.engines:
+        ax.axhline(result.ratings[name].elo, linestyle="--", linewidth=1, color="gray")
+        ax.annotate(name, (len(result.checkpoints) - 1, result.ratings[name].elo), fontsize=8, color="gray",
+                    va="bottom", ha="right")
+    ax.set_xticks(list(x), result.checkpoints, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(f"Elo (relative to {result.checkpoints[0]})")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,41 @@
+"""Checkpoint tournaments: pairings, Elo anchored at the first checkpoint, table and plot."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("torch")
+
+from agents.greedy import GreedyAgent  # noqa: E402
+from agents.random_agent import RandomAgent  # noqa: E402
+from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
+
+
+def test_a_stronger_checkpoint_rates_higher_and_every_pair_is_linked(tmp_path):
+    RandomAgent().save(str(tmp_path / "epoch-000"))
+    GreedyAgent().save(str(tmp_path / "epoch-001"))
+    result = checkpoint_tournament([str(tmp_path / "epoch-000"), str(tmp_path / "epoch-001")],
+                                   "gardner-kingcapture", engine_nodes=(), games=40, seed=1)
+    assert result.ratings["epoch-000"].elo == 0  # the anchor
+    assert result.ratings["epoch-001"].low > 0  # greedy beats random under king capture, clearly
+    assert [(m.a, m.b) for m in result.matches] == [("epoch-000", "epoch-001")]
+    table = tournament_table(result)
+    assert "| epoch-001 |" in table and "95% interval" in table
+    tournament_plot(result, str(tmp_path / "elo.png"))
+    assert (tmp_path / "elo.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(shutil.which("fairy-stockfish") is None and shutil.which("fairy-stockfish", path="/usr/games") is None,
+                    reason="Fairy-Stockfish is not installed (apt install fairy-stockfish)")
+def test_engine_levels_join_the_rating(tmp_path):
+    RandomAgent().save(str(tmp_path / "a"))
+    GreedyAgent().save(str(tmp_path / "b"))
+    result = checkpoint_tournament([str(tmp_path / "a"), str(tmp_path / "b")], "gardner", engine_nodes=(1, 50),
+                                   games=4, seed=0)
+    pairs = {(m.a, m.b) for m in result.matches}
+    assert pairs == {("a", "b"), ("a", "fsf-n1"), ("a", "fsf-n50"), ("b", "fsf-n1"), ("b", "fsf-n50"),
+                     ("fsf-n1", "fsf-n50")}
+    assert set(result.ratings) == {"a", "b", "fsf-n1", "fsf-n50"}
+    assert result.ratings["fsf-n50"].elo > result.ratings["a"].elo  # the engine is far stronger than random
