@@ -36,6 +36,19 @@ from agents.reports import baseline_table, baselines, line_plot, markdown_table 
 from agents.runs import machine, machine_text  # noqa: E402
 
 
+def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulations: int = 48, **changes) -> Config:
+    """This experiment's training settings (also used by experiments/supervised_gardner.py)."""
+    return Config(
+        variant="gardner", run_dir=run_dir, iterations=iterations,
+        games_per_iteration=games, temperature_plies=12, ply_limit=120,
+        search=SearchConfig(simulations=simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
+                            dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
+        blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
+        buffer_size=150_000, sample_reuse=2.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4,
+        **changes,
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_gardner")
@@ -55,15 +68,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     started = machine()
-    config = Config(
-        variant="gardner", run_dir=args.out, seed=args.seed, iterations=args.iterations,
-        games_per_iteration=args.games, temperature_plies=12, ply_limit=120,
-        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
-                            dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
-        blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
-        buffer_size=150_000, sample_reuse=2.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4,
-        threads=args.threads, workers=args.workers, ray_address=args.ray_address, init_from=args.init_from,
-    )
+    config = gardner_config(args.out, iterations=args.iterations, games=args.games, simulations=args.simulations,
+                            seed=args.seed, threads=args.threads, workers=args.workers,
+                            ray_address=args.ray_address, init_from=args.init_from)
 
     def evaluate(net, encoding, iteration):
         """The raw policy (argmax, no search) against random with both colors."""

@@ -1,0 +1,244 @@
+"""Learn Gardner from Fairy-Stockfish's games, then ask whether pretraining helps self-play.
+
+    python experiments/supervised_gardner.py                 # the whole route, defaults sized for 2 CPU cores
+    python experiments/supervised_gardner.py --resume        # continue an interrupted run (every stage resumes)
+    python experiments/supervised_gardner.py --games 400 --epochs 2 --selfplay-iterations 1 --match-games 10
+
+1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``).
+2. The AlphaZero network (experiments/alphazero_gardner.py's shape) learns the engine's moves and the
+   results (``agents.supervised``), one checkpoint per epoch.
+3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.tournament``).
+4. The pretrained network is scored: raw policy against random (both colours), agreement with the
+   engine on held-out games, and with search against minimax and Fairy-Stockfish.
+5. AlphaZero self-play runs twice with the same settings and iterations (so the same compute): from the
+   pretrained network (``init_from``) and from scratch; both are scored against Fairy-Stockfish.
+
+Writes runs/supervised_gardner/: report.md, *.png, *.csv, data/, pretrain/, selfplay_pretrained/,
+selfplay_scratch/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep (see alphazero_gardner.py)
+
+import torch  # noqa: E402
+
+from agents import MinimaxAgent  # noqa: E402
+from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
+from agents.alphazero.train import train, write_agent  # noqa: E402
+from agents.arena import play_match  # noqa: E402
+from agents.evaluation import versus_random  # noqa: E402
+from agents.games import GenerationSettings, generate_games  # noqa: E402
+from agents.reports import baseline_table, baselines, line_plot, markdown_table  # noqa: E402
+from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
+from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
+from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
+from agents.uci import UCIEngineAgent  # noqa: E402
+from experiments.alphazero_gardner import gardner_config  # noqa: E402
+
+VARIANT = "gardner"
+ENGINE_LEVELS = (1, 10, 100)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/supervised_gardner")
+    parser.add_argument("--games", type=int, default=4000, help="Fairy-Stockfish self-play games")
+    parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--simulations", type=int, default=48, help="search budget of the scored agents")
+    parser.add_argument("--random-games", type=int, default=1000, help="raw-policy games per colour vs random")
+    parser.add_argument("--match-games", type=int, default=40, help="games per opponent with search")
+    parser.add_argument("--tournament-games", type=int, default=10, help="games per pairing of the tournament")
+    parser.add_argument("--selfplay-iterations", type=int, default=6, help="of each self-play run")
+    parser.add_argument("--selfplay-games", type=int, default=128, help="self-play games per iteration")
+    parser.add_argument("--workers", type=int, default=0, help="processes for game generation (0: all cores)")
+    parser.add_argument("--ray-address", default=None, help="generate games on a Ray cluster")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume", action="store_true")
+    return parser.parse_args(argv)
+
+
+def stage(name: str, started: float) -> None:
+    print(f"\n== {name} ({(time.perf_counter() - started) / 60:.1f} min in)", flush=True)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    started_machine, started = machine(), time.perf_counter()
+    seconds = read_json(os.path.join(args.out, "stages.json")) if args.resume and os.path.exists(
+        os.path.join(args.out, "stages.json")) else {}
+
+    def timed(name, fn):
+        t0 = time.perf_counter()
+        result = fn()
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+        write_json(os.path.join(args.out, "stages.json"), seconds)
+        return result
+
+    stage("1. engine games", started)
+    data_dir = os.path.join(args.out, "data")
+    generation = GenerationSettings(VARIANT, games=args.games, nodes=args.nodes, seed=args.seed)
+    generated = timed("generation", lambda: generate_games(data_dir, generation, workers=args.workers or None,
+                                                           ray_address=args.ray_address))
+
+    stage("2. pretraining", started)
+    config = gardner_config(os.path.join(args.out, "selfplay_scratch"), iterations=args.selfplay_iterations,
+                            games=args.selfplay_games, simulations=args.simulations, seed=args.seed,
+                            threads=args.threads)
+    settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=config.blocks, channels=config.channels,
+                                  policy_channels=config.policy_channels, history=config.history,
+                                  last_move=config.last_move, simulations=args.simulations, seed=args.seed,
+                                  threads=args.threads)
+    pretrain_dir = os.path.join(args.out, "pretrain")
+    timed("pretraining", lambda: train_supervised(pretrain_dir, settings, resume=os.path.exists(
+        os.path.join(pretrain_dir, "checkpoint"))))
+    pretrain_metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
+
+    stage("3. checkpoint tournament", started)
+    checkpoints = sorted(os.path.join(pretrain_dir, "agents", d) for d in os.listdir(os.path.join(pretrain_dir, "agents")))
+    tournament = timed("tournament", lambda: checkpoint_tournament(
+        checkpoints, VARIANT, ENGINE_LEVELS, games=args.tournament_games, seed=args.seed, simulations=0,
+        workers=args.workers or os.cpu_count() or 1))
+    tournament_plot(tournament, os.path.join(args.out, "tournament_elo.png"),
+                    "Gardner: raw policy of each epoch (Elo vs epoch 0)")
+
+    stage("4. scoring the pretrained network", started)
+    pretrained = os.path.join(pretrain_dir, "agent")
+    scores = timed("scoring", lambda: score(pretrained, args))
+
+    stage("5. self-play from the pretrained network and from scratch", started)
+    selfplay = {}
+    for label, init_from in (("pretrained", pretrained), ("scratch", None)):
+        run_config = dataclasses.replace(config, run_dir=os.path.join(args.out, f"selfplay_{label}"),
+                                         init_from=init_from)
+        state = timed(f"selfplay_{label}", lambda: train(run_config, resume=os.path.exists(
+            os.path.join(run_config.run_dir, "checkpoint"))))
+        agent_path = write_agent(run_config.run_dir, state, simulations=args.simulations, name=f"selfplay-{label}")
+        selfplay[label] = timed(f"selfplay_{label}_scoring", lambda: score(agent_path, args, raw_random=False))
+        selfplay[label]["train_seconds"] = state["metrics"][-1]["elapsed_s"]
+
+    baseline_rows = baselines(VARIANT, games=args.random_games, seed=1_000_000)
+    write_report(args, generated, seconds, pretrain_metrics, tournament, scores, selfplay, baseline_rows,
+                 time.perf_counter() - started, machine_text(started_machine))
+    print(open(os.path.join(args.out, "report.md")).read())
+    return 0
+
+
+def score(agent_path: str, args, raw_random: bool = True) -> dict:
+    """Raw policy against random (both colours) and the searching agent against minimax and the engine."""
+    result = {"random": {}, "matches": []}
+    if raw_random:
+        raw = AlphaZeroAgent.load(agent_path, simulations=0)
+        for color in ("white", "black"):
+            result["random"][color] = versus_random(raw, VARIANT, games=args.random_games, color=color,
+                                                    seed=1_000_000)
+            print(result["random"][color], flush=True)
+    agent = AlphaZeroAgent.load(agent_path, simulations=args.simulations)
+    opponents = [MinimaxAgent(depth=2, seed=1)] + [UCIEngineAgent(VARIANT, nodes=n) for n in ENGINE_LEVELS]
+    for opponent in opponents:
+        match = play_match(agent, opponent, VARIANT, games=args.match_games, seed=7, opening_plies=2,
+                           workers=1)
+        result["matches"].append((opponent.name, match.tally(agent.name)))
+        print(f"{os.path.basename(os.path.dirname(agent_path))} vs {opponent.name}: {match.tally(agent.name)}",
+              flush=True)
+        if hasattr(opponent, "close"):
+            opponent.close()
+    return result
+
+
+def match_rows(matches) -> list[list]:
+    rows = []
+    for name, t in matches:
+        lo, hi = t.interval
+        rows.append([name, t.games, f"{t.wins}-{t.draws}-{t.losses}", f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]"])
+    return rows
+
+
+def write_report(args, generated, seconds, metrics, tournament, scores, selfplay, baseline_rows, wall, measured_on):
+    out = args.out
+    epochs = [m["epoch"] for m in metrics]
+    line_plot(os.path.join(out, "pretraining.png"), epochs,
+              {"train policy loss": [m["train_policy_loss"] for m in metrics],
+               "validation policy loss": [m["validation_policy_loss"] for m in metrics],
+               "validation top-1 agreement": [m["validation_top1"] for m in metrics]},
+              "epoch", "loss / agreement", "Gardner: learning Fairy-Stockfish's moves")
+    write_csv(os.path.join(out, "pretraining.csv"), metrics)
+    last = metrics[-1]
+    random_rows = []
+    for color, m in scores["random"].items():
+        lo, hi = m.win_interval
+        random_rows.append([f"as {color}", m.games, f"{m.wins}-{m.draws}-{m.losses}",
+                            f"{m.win_rate:.3f} [{lo:.3f}, {hi:.3f}]"])
+    comparison = []
+    for label in ("pretrained", "scratch"):
+        for name, t in selfplay[label]["matches"]:
+            lo, hi = t.interval
+            comparison.append([f"self-play from {label}", name, t.games, f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]"])
+    write_csv(os.path.join(out, "matches.csv"), [
+        {"player": label, "opponent": name, "games": t.games, "wins": t.wins, "draws": t.draws, "losses": t.losses,
+         "score": t.score} for label, result in [("pretrained", scores)] + list(selfplay.items())
+        for name, t in result["matches"]])
+    stage_rows = [[name, f"{s / 60:.1f}"] for name, s in seconds.items()]
+    per_worker = generated.get("positions_per_s_per_worker", 0.0)
+    text = f"""# Supervised learning on Gardner from Fairy-Stockfish's games
+
+{args.games:,} Fairy-Stockfish self-play games at {args.nodes} nodes a move from balanced random openings
+({generated['positions']:,} positions written in this session; {per_worker:,.0f} positions/s per worker), then
+{args.epochs} epochs of supervised training of the AlphaZero network (policy: the engine's move,
+cross-entropy over legal moves only; value: half game result, half engine score).
+
+## The pretrained network
+
+Held-out games (5% of games, split by game), last epoch: **top-1 agreement with Fairy-Stockfish
+{last['validation_top1']:.3f}**, policy loss {last['validation_policy_loss']:.3f}, value loss
+{last['validation_value_loss']:.3f}, value-sign accuracy {last['validation_value_sign']:.3f}.
+
+Raw policy (no search) against the random player, game i seeded 1,000,000 + i:
+
+{markdown_table(["colour", "games", "W-D-L", "win rate [95% Wilson]"], random_rows)}
+
+Baselines under the same protocol:
+
+{baseline_table(baseline_rows)}
+
+With search ({args.simulations} simulations a move), colours alternating, two random opening plies, seed 7:
+
+{markdown_table(["opponent", "games", "W-D-L", "score [95% Wilson]"], match_rows(scores["matches"]))}
+
+## Checkpoint tournament (raw policies, {args.tournament_games} games a pairing)
+
+{tournament_table(tournament)}
+
+Plot: `tournament_elo.png`; losses and agreement per epoch: `pretraining.png`, `pretraining.csv`.
+
+## Does pretraining help self-play?
+
+Two AlphaZero self-play runs with experiments/alphazero_gardner.py's settings, {args.selfplay_iterations} iterations
+of {args.selfplay_games} games each (the same compute): one starts from the pretrained network, one from
+scratch. Training took {selfplay['pretrained']['train_seconds'] / 60:.1f} and
+{selfplay['scratch']['train_seconds'] / 60:.1f} min. Both search with {args.simulations} simulations:
+
+{markdown_table(["run", "opponent", "games", "score [95% Wilson]"], comparison)}
+
+## Time
+
+{markdown_table(["stage", "minutes"], stage_rows)}
+
+Whole run {wall / 60:.1f} min in this session (a resumed run counts only its own part). {measured_on}
+"""
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
