@@ -134,10 +134,10 @@ def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettin
             signs += (torch.sign(value[nonzero]) == results[nonzero]).sum().item()
             n += k
     net.train()
-    if n == 0:
-        return {}
-    return {f"{split}_top1": agree / n, f"{split}_policy_loss": policy_sum / n, f"{split}_value_loss": value_sum / n,
-            f"{split}_value_sign": signs / decisive if decisive else float("nan"), f"{split}_positions": n}
+    nan = float("nan")  # no held-out position (a tiny dataset): the metrics are undefined, not zero
+    return {f"{split}_top1": agree / n if n else nan, f"{split}_policy_loss": policy_sum / n if n else nan,
+            f"{split}_value_loss": value_sum / n if n else nan,
+            f"{split}_value_sign": signs / decisive if decisive else nan, f"{split}_positions": n}
 
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,

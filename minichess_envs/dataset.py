@@ -325,3 +325,36 @@ class GameDataset:
         observations = np.stack(observations) if observations else np.zeros(
             (0, *position.observation(self.history, self.last_move).shape), np.float32)
         return observations, masks, actions, results, score_to_value(shard.scores[a:b], score_scale)
+
+
+def import_pgn(source, directory: str, variant: str | Variant | None = None, games_per_shard: int = 1000,
+               min_plies: int = 1):
+    """Write the games of a PGN file (path or text stream) into a dataset directory.
+
+    Games of another variant than the first game read (or ``variant``) are
+    skipped, as are games shorter than ``min_plies``; PGN has no engine
+    scores, so the stored scores are 0 (train the value on results). Returns
+    the reader's :class:`~minichess_envs.pgn.PgnStats` (games read, skipped by reason).
+    """
+    from minichess_envs.pgn import PgnStats, read_pgn
+
+    stats = PgnStats()
+    writer = None
+    for game in read_pgn(source, variant, stats):
+        if writer is None:
+            writer = ShardWriter(directory, variant or game.variant, games_per_shard, prefix="pgn")
+        if game.variant.name != writer.variant.name:
+            stats.skipped[f"not {writer.variant.name}"] += 1
+            continue
+        if len(game.moves) < min_plies:
+            stats.skipped["too short"] += 1
+            continue
+        position = Position(game.variant, game.root_fen)
+        actions = []
+        for move in game.moves:
+            actions.append(position.move_to_action(move))
+            position.push(move)
+        writer.add_game(game.root_fen, actions, [0] * len(actions), game.result)
+    if writer is not None:
+        writer.close()
+    return stats

@@ -163,3 +163,30 @@ def test_a_missing_engine_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setattr(agents.uci, "SEARCH_DIRS", ())
     with pytest.raises(FileNotFoundError, match="apt install fairy-stockfish"):
         generate_games(str(tmp_path / "out"), GenerationSettings("gardner", games=1), progress=False)
+
+
+def test_pgn_files_import_into_a_dataset(tmp_path):
+    import io
+
+    from minichess_envs.dataset import import_pgn
+    from minichess_envs.pgn import game_pgn
+
+    games = []
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        position = Position("chess")
+        while position.outcome() is None and position.ply < 40:
+            legal = position.legal_actions()
+            position.push_action(int(legal[rng.integers(len(legal))]))
+        games.append(position)
+    text = "".join(game_pgn(p) + "\n" for p in games)
+    text += '[Variant "gardner"]\n\n1. a3 *\n\n'  # another variant: skipped and counted
+    stats = import_pgn(io.StringIO(text), str(tmp_path / "pgn"), games_per_shard=5)
+    assert stats.games == 13 and dict(stats.skipped) == {"not chess": 1}
+    data = GameDataset(str(tmp_path / "pgn"), validation=0.0)
+    assert data.variant.name == "chess" and data.num_games == 12
+    for (fen, actions, scores, result), played in zip(data.games(), games):
+        replay = Position("chess", fen)
+        for action in actions:
+            replay.push_action(int(action))
+        assert replay.fen() == played.fen() and result == played.result() and not np.any(scores)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -131,3 +134,26 @@ def test_alphazero_self_play_starts_from_a_supervised_network(tmp_path):
     config.channels, config.run_dir = 8, str(tmp_path / "other")
     with pytest.raises(ValueError, match="init_from .* is a network for"):
         train(config, verbose=False)
+
+
+ENGINES = all(shutil.which(e) or shutil.which(e, path="/usr/games") for e in ("fairy-stockfish", "stockfish"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ENGINES, reason="needs fairy-stockfish and stockfish (apt install fairy-stockfish stockfish)")
+@pytest.mark.parametrize("script,args", [
+    ("supervised_gardner", ["--games", "12", "--epochs", "1", "--selfplay-iterations", "1", "--selfplay-games", "4",
+                            "--match-games", "2", "--tournament-games", "2", "--random-games", "10",
+                            "--simulations", "4"]),
+    ("supervised_chess", ["--games", "4", "--epochs", "1", "--blocks", "1", "--channels", "8",
+                          "--tournament-games", "2", "--engine-nodes", "1"]),
+])
+def test_the_supervised_experiments_run_end_to_end_and_resume(tmp_path, script, args):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "MPLBACKEND": "Agg"}
+    command = [sys.executable, f"experiments/{script}.py", "--out", str(tmp_path / "out"), "--workers", "1", *args]
+    for extra in ([], ["--resume"]):  # the second run finds every stage done and reports again
+        done = subprocess.run(command + extra, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = (tmp_path / "out" / "report.md").read_text()
+        assert "Checkpoint tournament" in report and "load average" in report
