@@ -249,6 +249,7 @@ class _Task:
     black: int
     seed: int
     round: str
+    start_fen: str | None = None  # an opening of the tournament's list (else game_options decide)
 
 
 def pairing_seed(seed: int, a: str, b: str) -> int:
@@ -264,6 +265,7 @@ def run_tournament(
     seed: int = 0,
     *,
     pairings: Sequence[tuple[int, int]] | None = None,
+    openings: Sequence[str] | None = None,
     workers: int = 1,
     progress: Callable[[GameRecord, int, int], None] | None = None,
     **game_options,
@@ -272,6 +274,8 @@ def run_tournament(
 
     :param agents: agents with distinct names.
     :param pairings: ``(i, j)`` index pairs to play (default: all ``i < j``).
+    :param openings: start FENs; games ``2m`` and ``2m + 1`` of every pairing start from
+        opening ``m`` (cycling), one with each color, so an unbalanced opening favours nobody.
     :param workers: processes to spread the games over (1: play here). Each
         worker gets its own copy of every agent (engines start their own process).
     :param progress: called as ``progress(record, done, total)`` after each game.
@@ -292,7 +296,8 @@ def run_tournament(
         s = pairing_seed(seed, names[i], names[j])
         for k in range(games):
             white, black = (i, j) if k % 2 == 0 else (j, i)
-            tasks.append(_Task(p, k, white, black, game_seed(s, k), f"{p + 1}.{k + 1}"))
+            opening = openings[(k // 2) % len(openings)] if openings else None  # both colors per opening
+            tasks.append(_Task(p, k, white, black, game_seed(s, k), f"{p + 1}.{k + 1}", opening))
     game_options = {"event": f"minichess-envs arena: {get_variant(variant).name}", **game_options}
     records: dict[tuple[int, int], GameRecord] = {}
     if workers <= 1 or len(tasks) <= 1:
@@ -326,6 +331,8 @@ def play_match(agent_a, agent_b, variant: str = "gardner", games: int = 50, seed
 
 
 def _play_task(agents, variant, game_options, task: _Task) -> GameRecord:
+    if task.start_fen is not None:
+        game_options = {**game_options, "start_fen": task.start_fen}
     return play_game(agents[task.white], agents[task.black], variant, task.seed, round=task.round, **game_options)
 
 

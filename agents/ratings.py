@@ -8,7 +8,8 @@
 
 Ratings follow the logistic Elo (Bradley-Terry) model: player ``i`` scores
 ``1 / (1 + 10 ** (-(r_i - r_j) / 400))`` against ``j`` in expectation. A draw
-counts as half a win and half a loss. The anchor (``random``) is fixed at 0.
+counts as half a win and half a loss. The anchor (``random``) is fixed at 0, or
+several players at known ratings (``anchor={"fsf-n1": 0, "fsf-n10": 310}``).
 Confidence intervals are profile-likelihood intervals: the set of ratings
 ``x`` for which ``2 * (logL_max - max logL given r_i = x)`` stays below the
 chi-square(1) quantile (3.841 at 95%); the other ratings are re-fitted at
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -123,7 +124,7 @@ def _fit(r: np.ndarray, N: np.ndarray, S: np.ndarray, free: np.ndarray, tol: flo
 
 def elo_mle(
     results: Iterable[tuple[str, str, float]],
-    anchor: str = "random",
+    anchor: str | Mapping[str, float] = "random",
     prior_draws: float = 0.0,
     confidence: float = 0.95,
     players: list[str] | None = None,
@@ -131,22 +132,27 @@ def elo_mle(
     """Maximum-likelihood Elo ratings from game results, with profile-likelihood intervals.
 
     :param results: ``(player, opponent, player's score)`` per game, score 1, 0.5 or 0.
-    :param anchor: the player fixed at 0 Elo.
+    :param anchor: the player fixed at 0 Elo, or ``{player: Elo}`` for several players whose
+        ratings are known (engine levels calibrated beforehand); the others are fitted.
     :param prior_draws: virtual draws added to every pair that played (as BayesElo
         does); 0 is the pure MLE, which is infinite for a player who won (or lost)
         every game, so this raises ``ValueError`` then.
     :returns: ``{player: Rating}`` sorted from strongest to weakest.
     """
     names, N, S = _tables(results, players)
-    if anchor not in names:
-        raise ValueError(f"anchor {anchor!r} played no game; players: {', '.join(names)}")
+    fixed = {anchor: 0.0} if isinstance(anchor, str) else dict(anchor)
+    if not fixed:
+        raise ValueError("give an anchor: a player's name or {player: Elo}")
+    for name in fixed:
+        if name not in names:
+            raise ValueError(f"anchor {name!r} played no game; players: {', '.join(names)}")
     played = N > 0
     N = N + prior_draws * played
     S = S + prior_draws / 2 * played
     n = len(names)
-    a = names.index(anchor)
-    # Every player must be linked to the anchor by games, or its rating is undetermined.
-    reached, frontier = {a}, [a]
+    anchored = [names.index(name) for name in fixed]
+    # Every player must be linked to an anchor by games, or its rating is undetermined.
+    reached, frontier = set(anchored), list(anchored)
     while frontier:
         i = frontier.pop()
         for j in np.flatnonzero(played[i]):
@@ -155,35 +161,38 @@ def elo_mle(
                 frontier.append(int(j))
     if len(reached) < n:
         lost = ", ".join(names[i] for i in range(n) if i not in reached)
-        raise ValueError(f"no chain of games links {lost} to the anchor {anchor!r}")
+        raise ValueError(f"no chain of games links {lost} to the anchor {', '.join(fixed)}")
     # Perfect separation (a group that won every game against the rest) sends the MLE to infinity.
     totals = S.sum(axis=1)
     for i in range(n):
-        if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and i != a:
+        if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and i not in anchored:
             raise ValueError(f"{names[i]!r} {'won' if totals[i] else 'lost'} every game: its maximum-likelihood "
                              "Elo is infinite; pass prior_draws > 0")
-    free = np.array([i != a for i in range(n)])
-    r = _fit(np.zeros(n), N, S, free)
-    if np.max(np.abs(r)) > 4000:
+    free = np.array([i not in anchored for i in range(n)])
+    start = np.zeros(n)
+    for name, elo in fixed.items():
+        start[names.index(name)] = elo
+    r = _fit(start, N, S, free)
+    if np.any(np.abs(r) > 4000 + max(abs(elo) for elo in fixed.values())):
         raise ValueError("Elo ratings are unbounded (some group won every game against the rest); "
                          "pass prior_draws > 0")
     ll_max = _loglik(r, N, S)
     drop = 0.5 * z_value(confidence) ** 2  # chi-square(1) quantile / 2
 
     def deficit(i: int, x: float) -> float:
-        start = r.copy()
-        start[i] = x
-        fixed = free.copy()
-        fixed[i] = False
-        fitted = _fit(start, N, S, fixed) if fixed.any() else start
+        trial = r.copy()
+        trial[i] = x
+        others = free.copy()
+        others[i] = False
+        fitted = _fit(trial, N, S, others) if others.any() else trial
         return ll_max - _loglik(fitted, N, S) - drop
 
     out = {}
     for i, name in enumerate(names):
         games = int((N[i] - prior_draws * played[i]).sum())
         score = float((S[i] - prior_draws / 2 * played[i]).sum() / games) if games else float("nan")
-        if i == a:
-            out[name] = Rating(0.0, 0.0, 0.0, games, score)
+        if i in anchored:
+            out[name] = Rating(float(r[i]), float(r[i]), float(r[i]), games, score)
             continue
         bounds = []
         for sign in (-1, 1):

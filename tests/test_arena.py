@@ -255,3 +255,17 @@ def test_leaderboard_plot_keeps_its_titles_and_labels_inside_the_figure(tmp_path
         width, height = fig.get_size_inches()
         assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01 and drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01, (
             drawn, (width, height), results)
+
+
+def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
+    from agents.ratings import elo_mle
+
+    # 3 wins and 1 loss against a player held at 100: 100 + 400 log10(3)
+    rating = elo_mle([("x", "level", 1.0)] * 3 + [("x", "level", 0.0)], anchor={"level": 100.0})["x"]
+    assert abs(rating.elo - (100 + 400 * math.log10(3))) < 1e-6
+    # 50% against each of two levels at 0 and 400: the expected scores must sum to the actual 2 of 4,
+    # so by symmetry the rating is midway
+    games = [("x", "a", 1.0), ("x", "a", 0.0), ("x", "b", 1.0), ("x", "b", 0.0)]
+    both = elo_mle(games, anchor={"a": 0.0, "b": 400.0})
+    assert abs(both["x"].elo - 200) < 1e-6 and both["a"].elo == 0 and both["b"].elo == 400
+    assert both["x"].low < 200 < both["x"].high

@@ -1,0 +1,232 @@
+"""The strength ladder: an agent against Fairy-Stockfish at fixed node budgets, from published openings.
+
+Each level is Fairy-Stockfish searching ``go nodes N`` (single thread, hash
+cleared every game, so its moves depend only on the game). The agent plays
+every opening of a fixed set twice, once with each color; the openings are a
+few random plies from the start that Fairy-Stockfish scores near 0, drawn
+from a seed (:func:`balanced_openings`), so an opening that still favours one
+side favours both players equally. The levels' own Elo comes from a
+calibration (each level against the next, same openings) anchored at the
+weakest level; the agent's Elo is fitted against the levels held at those
+ratings (:func:`agents.ratings.elo_mle`). A variant's openings and
+calibration are published in ``agents/ladders/<variant>.json``, made by::
+
+    python -m agents.ladder gardner --openings 100 --calibration-games 200
+
+>>> result = play_ladder(agent, "gardner", levels=(1, 10, 100))   # doctest: +SKIP
+>>> print(ladder_table(result))                                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from agents.arena import MatchResult, Tally, all_games, close_agents, rating_results, run_tournament
+from agents.ratings import Rating, elo_mle
+from agents.reports import markdown_table
+from minichess_envs.engine import Position
+from minichess_envs.variants import get_variant
+
+LEVELS = (1, 10, 100, 1000, 10000)
+LADDER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ladders")
+FORMAT = "minichess-ladder/1"
+
+
+class Opening(NamedTuple):
+    """A start position: the moves from the variant's start (UCI), its FEN and the engine's score."""
+
+    moves: tuple[str, ...]
+    fen: str
+    cp: int
+
+
+def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, nodes: int = 1000,
+                      max_cp: int = 60, engine=None) -> list[Opening]:
+    """``count`` distinct openings of ``plies`` uniformly random plies scored within ``max_cp`` of equal.
+
+    Deterministic for a seed (the engine searches a fixed node count from a cleared hash).
+    """
+    from agents.uci import UCIEngineAgent
+
+    rng = np.random.default_rng(seed)
+    own = engine is None
+    engine = engine or UCIEngineAgent(variant, nodes=nodes)
+    openings, seen = [], set()
+    try:
+        for _ in range(count * 200):
+            if len(openings) == count:
+                break
+            position = Position(variant)
+            for _ in range(plies):
+                actions = position.legal_actions()
+                if position.outcome() is not None:
+                    break
+                position.push_action(int(actions[rng.integers(len(actions))]))
+            fen = position.fen()
+            if position.outcome() is not None or fen in seen:
+                continue
+            seen.add(fen)
+            engine.reset()
+            result = engine.search(position)
+            if result.mate is None and abs(result.cp or 0) <= max_cp:
+                openings.append(Opening(tuple(m.uci() for m in position.move_stack), fen, int(result.cp or 0)))
+    finally:
+        if own:
+            engine.close()
+    if len(openings) < count:
+        raise ValueError(f"found only {len(openings)} of {count} openings within {max_cp} cp; "
+                         "allow a larger max_cp or fewer plies")
+    return openings
+
+
+def engine_levels(variant: str, levels: Sequence[int] = LEVELS) -> list:
+    """Fairy-Stockfish (Stockfish on 8x8) at each node budget, named ``fsf-nN``."""
+    from agents.uci import UCIEngineAgent
+
+    return [UCIEngineAgent(variant, nodes=n) for n in levels]
+
+
+def calibrate(variant: str, openings: Sequence[Opening], levels: Sequence[int] = LEVELS, games: int = 200,
+              workers: int | None = None, progress: Callable | None = None) -> dict[str, Rating]:
+    """Elo of the engine levels: each plays the next, ``games`` games from the openings; the weakest is 0."""
+    engines = engine_levels(variant, levels)
+    try:
+        matches = run_tournament(engines, variant, games, seed=0, openings=[o.fen for o in openings],
+                                 pairings=[(i, i + 1) for i in range(len(engines) - 1)],
+                                 workers=workers or os.cpu_count() or 1, progress=progress, pgn=False)
+    finally:
+        close_agents(engines)
+    return elo_mle(rating_results(all_games(matches)), anchor=engines[0].name, prior_draws=1.0,
+                   players=[e.name for e in engines])
+
+
+def write_ladder(variant: str, openings: Sequence[Opening], ratings: dict[str, Rating], settings: dict,
+                 path: str | None = None) -> str:
+    """Publish a variant's openings and level ratings as JSON (default: ``agents/ladders/<variant>.json``)."""
+    path = path or os.path.join(LADDER_DIR, f"{get_variant(variant).name}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = {"format": FORMAT, "variant": get_variant(variant).name, "made": datetime.date.today().isoformat(),
+            "settings": settings, "openings": [o._asdict() for o in openings],
+            "levels": {name: r._asdict() for name, r in ratings.items()}}
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+@dataclasses.dataclass
+class Ladder:
+    """A published ladder: openings and the engine levels' Elo."""
+
+    variant: str
+    openings: list[Opening]
+    levels: dict[str, float]  # engine name -> calibrated Elo
+    settings: dict
+
+    @classmethod
+    def load(cls, variant: str, path: str | None = None) -> Ladder:
+        """The published ladder of ``variant``; ``ValueError`` naming the file if it is missing or not one."""
+        path = path or os.path.join(LADDER_DIR, f"{get_variant(variant).name}.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if data.get("format") != FORMAT or data.get("variant") != get_variant(variant).name:
+                raise ValueError(f"not a {FORMAT} file for {get_variant(variant).name}")
+            openings = [Opening(tuple(o["moves"]), o["fen"], int(o["cp"])) for o in data["openings"]]
+            levels = {name: float(r["elo"]) for name, r in data["levels"].items()}
+        except FileNotFoundError:
+            raise ValueError(f"no published ladder for {variant!r} at {path}: make one with "
+                             f"python -m agents.ladder {variant}") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"cannot read the ladder {path}: {exc}") from None
+        return cls(get_variant(variant).name, openings, levels, data.get("settings", {}))
+
+
+@dataclasses.dataclass
+class LadderResult:
+    """An agent's games against each level, its score per level and its Elo against the calibrated levels."""
+
+    agent: str
+    levels: dict[str, float]
+    matches: list[MatchResult]
+    elo: Rating
+
+    def tally(self, level: str) -> Tally:
+        match = next(m for m in self.matches if m.b == level)
+        return match.tally(self.agent)
+
+
+def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Ladder | None = None,
+                openings: int | None = None, workers: int | None = None,
+                progress: Callable | None = None) -> LadderResult:
+    """Play ``agent`` against every level from the published openings (both colors each).
+
+    :param openings: use the first this many openings (default: all); games per level = 2 x openings.
+    """
+    ladder = ladder or Ladder.load(variant)
+    chosen = ladder.openings[:openings] if openings else ladder.openings
+    engines = engine_levels(variant, levels)
+    missing = [e.name for e in engines if e.name not in ladder.levels]
+    if missing:
+        raise ValueError(f"the ladder has no calibrated rating for {', '.join(missing)}; "
+                         f"calibrated: {', '.join(ladder.levels)}")
+    name = getattr(agent, "name", "agent")
+    try:
+        matches = run_tournament([agent, *engines], variant, 2 * len(chosen), seed=0,
+                                 openings=[o.fen for o in chosen], pairings=[(0, i + 1) for i in range(len(engines))],
+                                 workers=workers or os.cpu_count() or 1, progress=progress, illegal="forfeit")
+    finally:
+        close_agents(engines)
+    fixed = {e.name: ladder.levels[e.name] for e in engines}
+    ratings = elo_mle(rating_results(all_games(matches)), anchor=fixed, prior_draws=1.0)
+    return LadderResult(name, fixed, matches, ratings[name])
+
+
+def ladder_table(result: LadderResult) -> str:
+    """Markdown: per level its Elo, the agent's W-D-L and score with a Wilson interval; the agent's Elo last."""
+    rows = []
+    for level, elo in result.levels.items():
+        t = result.tally(level)
+        lo, hi = t.interval
+        rows.append([level, f"{elo:+.0f}", t.games, f"{t.wins}-{t.draws}-{t.losses}",
+                     f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]"])
+    e = result.elo
+    rows.append([f"**{result.agent}**", f"**{e.elo:+.0f}** [{e.low:+.0f}, {e.high:+.0f}]", e.games, "", ""])
+    return markdown_table(["level", "Elo (calibrated)", "games", "W-D-L (agent)", "agent's score [95% Wilson]"], rows)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Make and publish a variant's ladder: openings and level ratings.")
+    parser.add_argument("variant")
+    parser.add_argument("--openings", type=int, default=100)
+    parser.add_argument("--plies", type=int, default=4)
+    parser.add_argument("--max-cp", type=int, default=60)
+    parser.add_argument("--opening-nodes", type=int, default=1000)
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--calibration-games", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    levels = tuple(int(n) for n in args.levels.split(","))
+    openings = balanced_openings(args.variant, args.openings, args.plies, args.seed, args.opening_nodes,
+                                 args.max_cp)
+    print(f"{len(openings)} openings, scores {min(o.cp for o in openings)}..{max(o.cp for o in openings)} cp",
+          flush=True)
+    ratings = calibrate(args.variant, openings, levels, args.calibration_games, args.workers)
+    for name, r in ratings.items():
+        print(f"{name}: {r.elo:+.0f} [{r.low:+.0f}, {r.high:+.0f}] over {r.games} games", flush=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "workers")}
+    print(write_ladder(args.variant, openings, ratings, settings, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
