@@ -5,17 +5,19 @@
 >>> agent.act(observation, action_mask)          # an action index  # doctest: +SKIP
 >>> agent = load("runs/alphazero_3x3/final")     # any saved agent  # doctest: +SKIP
 >>> choose_action(agent, position)               # a checked legal action  # doctest: +SKIP
+>>> agent = from_spec("minimax:3", "gardner")     # by name, as the command line takes them
 """
 
 from agents.base import Agent, CallableAgent, as_agent, load, register_agent
 from agents.greedy import GreedyAgent
 from agents.minimax import MinimaxAgent
 from agents.random_agent import RandomAgent
+from agents.spec import from_spec
 from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent
 from minichess_envs.players import choose_action, choose_actions, legal_action, player_name
 
 __all__ = [
     "Agent", "CallableAgent", "EngineError", "EngineNotFoundError", "GreedyAgent", "MinimaxAgent", "RandomAgent",
-    "UCIEngineAgent", "as_agent", "choose_action", "choose_actions", "legal_action", "load", "player_name",
-    "register_agent",
+    "UCIEngineAgent", "as_agent", "choose_action", "choose_actions", "from_spec", "legal_action", "load",
+    "player_name", "register_agent",
 ]

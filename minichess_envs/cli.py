@@ -8,6 +8,8 @@ Usage::
     minichess tablebase stats [VARIANT]
     minichess tablebase probe FEN [--variant VARIANT]
     minichess demo [--variant NAME] [--seed N]
+    minichess play VARIANT [--opponent AGENT] [--color white|black|random] [--fen FEN] [--pgn PATH]
+    minichess serve [--host 127.0.0.1] [--port 8000] [--runs DIR] [--agent PATH ...]
 """
 
 from __future__ import annotations
@@ -135,6 +137,25 @@ def cmd_tablebase(args) -> int:
     return 0
 
 
+def cmd_play(args) -> int:
+    from agents.play.terminal import run  # agents sit above the environments: imported only here
+
+    return run(args)
+
+
+def cmd_serve(args) -> int:
+    try:
+        from agents.play.web import serve
+    except ImportError as exc:
+        print(f"minichess serve needs the [play] extra ({exc}): pip install 'minichess-envs[play]'",
+              file=sys.stderr)
+        return 2
+    return serve(args)
+
+
+AGENT_FORMS = "random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfish[:NODES], perfect (3x3)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minichess", description="Small-board chess: rules, perft and demos.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -166,6 +187,30 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("fen", nargs="+", help="the position (quoted, or as separate words)")
     q.add_argument("--variant", default="3x3")
     p.set_defaults(run=cmd_tablebase)
+    p = sub.add_parser("play", help="play against an agent in the terminal (moves in SAN or UCI, also piped)")
+    p.add_argument("variant")
+    p.add_argument("--opponent", default="random",
+                   help=f"the agent: {AGENT_FORMS}, or a saved agent's directory (default: random)")
+    p.add_argument("--color", "--colour", choices=("white", "black", "random"), default="white",
+                   help="your colour (default: white)")
+    p.add_argument("--fen", help="start position (default: the variant's start)")
+    p.add_argument("--pgn", help="where to save the game (default: minichess-VARIANT-DATE-TIME.pgn in the "
+                   "current directory; '-' prints it)")
+    p.add_argument("--hint", help="the agent that 'hint' asks (default: perfect on 3x3, else minimax:2)")
+    p.add_argument("--clock", help="time control: MINUTES or MINUTES+SECONDS per move, e.g. 5+3")
+    p.add_argument("--ply-limit", type=int, help="adjudicate a draw after this many plies (default: the variant's)")
+    p.add_argument("--seed", type=int, help="seed of the agent and of --color random")
+    p.add_argument("--ascii", action="store_true", help="letters instead of chess symbols")
+    p.set_defaults(run=cmd_play)
+    p = sub.add_parser("serve", help="the local web app: play, watch agents, replay PGN (needs the [play] extra)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--runs", default="runs", help="saved agents found under this directory are offered "
+                   "(default: ./runs)")
+    p.add_argument("--agent", action="append", default=[], metavar="PATH",
+                   help="a saved agent's directory to offer (repeatable)")
+    p.add_argument("--ply-limit", type=int, help="adjudicate a draw after this many plies (default: the variant's)")
+    p.set_defaults(run=cmd_serve)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

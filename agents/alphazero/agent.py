@@ -68,6 +68,32 @@ class AlphaZeroAgent(Agent):
         masks = np.stack([p.action_mask() for p in positions])
         return self.evaluator.evaluate(obs, masks)[1]
 
+    def analyse(self, position, top: int = 5) -> dict:
+        """What the agent sees in ``position``: the value head and the ``top`` moves of its search.
+
+        ``{"value", "simulations", "moves": [{"move", "action", "prior", "visits", "q"}]}``:
+        values and ``q`` are for the side to move, ``visits`` is the share of
+        the search's simulations (the policy's prior when ``simulations`` is 0),
+        moves are ordered by visits (then prior).
+        """
+        if position.is_game_over():
+            raise ValueError(f"nothing to analyse: the game is over in {position.fen()}")
+        obs = self.encoding.encode(position)[None]
+        mask = position.action_mask()[None]
+        priors, value = self.evaluator.evaluate(obs, mask)
+        priors = priors[0]
+        if self.simulations > 0:
+            visits, q = run_search([position], self.evaluator, self.search, self.encoding)
+            share = visits[0] / max(float(visits[0].sum()), 1.0)
+            q = q[0]
+        else:
+            share, q = priors, np.full_like(priors, np.nan)
+        legal = position.legal_actions()
+        legal.sort(key=lambda a: (-share[a], -priors[a]))
+        moves = [{"move": position.action_to_move(a).uci(), "action": int(a), "prior": float(priors[a]),
+                  "visits": float(share[a]), "q": None if np.isnan(q[a]) else float(q[a])} for a in legal[:top]]
+        return {"value": float(value[0]), "simulations": self.simulations, "moves": moves}
+
     def save(self, path: str) -> None:
         save_network(path, self.net)
         write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,

@@ -1,0 +1,331 @@
+"""``minichess play``: a person against an agent in the terminal, or through pipes.
+
+Moves are read one per line in SAN (``Nf3``, ``exd5``, ``O-O``, ``c5=Q``) or
+UCI (``g1f3``); the commands are listed by :data:`HELP`. Everything is plain
+lines in and out, so a game can be scripted: ``printf 'Qb2\\n...' | minichess
+play 3x3 --opponent random``. At the end (or on ``resign``, ``quit``, end of
+input) the game is written as PGN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import random
+import sys
+import time
+from typing import Callable, TextIO
+
+from agents.arena import PLY_LIMIT
+from agents.base import Agent
+from agents.spec import from_spec
+from agents.uci import EngineNotFoundError
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, IllegalMoveError, Position
+from minichess_envs.pgn import game_pgn, parse_san, san
+from minichess_envs.players import choose_action
+from minichess_envs.variants import FILES, get_variant
+
+HELP = """\
+Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
+  moves   list the legal moves        hint    suggest a move
+  undo    take back your last move    flip    turn the board around
+  board   show the board again        resign  give up the game
+  quit    stop here (the game is saved unfinished)   help    this text"""
+
+RESIGNATION, TIME_FORFEIT, ABANDONED = "resignation", "time forfeit", "abandoned"
+
+
+@dataclasses.dataclass
+class Clock:
+    """Seconds left for each side; ``increment`` is added after every move."""
+
+    seconds: float
+    increment: float = 0.0
+
+    def __post_init__(self):
+        self.left = [float(self.seconds), float(self.seconds)]
+
+    def spend(self, colour: int, seconds: float) -> bool:
+        """Charge a move's thinking time; ``False`` if the flag fell."""
+        self.left[colour] -= seconds
+        if self.left[colour] < 0:
+            return False
+        self.left[colour] += self.increment
+        return True
+
+    def text(self) -> str:
+        return "   ".join(f"{COLOR_NAMES[c]} {_mmss(self.left[c])}" for c in (WHITE, BLACK))
+
+
+def _mmss(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+
+
+def parse_clock(text: str) -> Clock:
+    """``"5"`` (minutes each) or ``"5+3"`` (minutes, plus seconds per move)."""
+    minutes, _, increment = text.partition("+")
+    try:
+        clock = Clock(float(minutes) * 60, float(increment or 0))
+    except ValueError:
+        raise ValueError(f"bad clock {text!r}: expected MINUTES or MINUTES+SECONDS, e.g. 5+3") from None
+    if clock.seconds <= 0 or clock.increment < 0:
+        raise ValueError(f"bad clock {text!r}: the time must be positive")
+    return clock
+
+
+def board_text(position: Position, flipped: bool = False, unicode: bool = True) -> str:
+    """The board with rank and file labels, White at the bottom unless ``flipped``."""
+    v = position.variant
+    pieces = position.piece_map()
+    ranks = range(1, v.height + 1) if flipped else range(v.height, 0, -1)
+    files = FILES[:v.width][::-1] if flipped else FILES[:v.width]
+    lines = []
+    for rank in ranks:
+        cells = []
+        for file in files:
+            letter = pieces.get(f"{file}{rank}")
+            cells.append((UNICODE_PIECES[letter] if unicode else letter) if letter else ("·" if unicode else "."))
+        lines.append(f"{rank} " + " ".join(cells))
+    lines.append("  " + " ".join(files))
+    return "\n".join(lines)
+
+
+def _can_print_unicode(stream: TextIO) -> bool:
+    try:
+        "♔·".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def move_label(position: Position, move) -> str:
+    """``"3. Nc3"`` or ``"3... Nc6"``: the move number and SAN of a legal move about to be played."""
+    number = position.fullmove_number
+    return f"{number}{'.' if position.turn == WHITE else '...'} {san(position, move)}"
+
+
+class TerminalGame:
+    """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it.
+
+    :param hint: the agent whose move ``hint`` suggests (built from a spec on first use).
+    :param now: the clock's time source (seconds).
+    """
+
+    def __init__(self, variant: str, agent: Agent, human: int = WHITE, *, fen: str | None = None,
+                 hint: str | None = None, clock: Clock | None = None, ply_limit: int | None = None,
+                 seed: int | None = None, unicode: bool | None = None, stdin: TextIO | None = None,
+                 stdout: TextIO | None = None, now: Callable[[], float] = time.monotonic):
+        self.variant = get_variant(variant)
+        self.position = Position(self.variant, fen)
+        self.agent = agent
+        self.human = human
+        self.encoding = ObservationEncoding(self.variant)
+        self.hint_spec = hint or ("perfect" if self.variant.name == "3x3" else "minimax:2")
+        self._hint_agent = None
+        self.clock = clock
+        self.ply_limit = self.variant.ply_limit if ply_limit is None else ply_limit
+        self.seed = seed
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.unicode = _can_print_unicode(self.stdout) if unicode is None else unicode
+        self.now = now
+        self.flipped = human == BLACK
+        self.shown = -1  # the ply of the board last printed
+        self.result = "*"
+        self.termination = None
+        if hasattr(agent, "reset"):
+            agent.reset(seed)
+
+    # -- output ---------------------------------------------------------------
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.stdout, flush=True)
+
+    def show(self) -> None:
+        self.shown = self.position.ply
+        self.say()
+        self.say(board_text(self.position, self.flipped, self.unicode))
+        status = []
+        if self.position.ply:
+            last = self.position.pop()
+            who = "you" if self.position.turn == self.human else self.names[1 - self.human]
+            status.append(f"last move: {move_label(self.position, last)} ({who})")
+            self.position.push(last)
+        if self.position.is_check() and not self.position.is_game_over():
+            status.append("check")
+        if self.clock:
+            status.append(self.clock.text())
+        if status:
+            self.say("   ".join(status))
+
+    # -- the game ---------------------------------------------------------------
+
+    @property
+    def names(self) -> tuple[str, str]:
+        you, it = "you", getattr(self.agent, "name", "agent")
+        return (you, it) if self.human == WHITE else (it, you)
+
+    def run(self) -> str:
+        """Play until the game ends; returns the result (``"*"`` if abandoned)."""
+        self.say(f"{self.variant.name} ({self.variant.width}x{self.variant.height}): you play "
+                 f"{COLOR_NAMES[self.human]} against {self.names[1 - self.human]}. Type 'help' for commands.")
+        self.show()
+        while self.termination is None:
+            outcome = self.position.outcome()
+            if outcome is not None:
+                self.finish(outcome.result(), outcome.termination.name.lower().replace("_", " "))
+            elif self.position.ply >= self.ply_limit:
+                self.finish("1/2-1/2", PLY_LIMIT)
+            elif self.position.turn == self.human:
+                self.human_turn()
+            else:
+                self.agent_turn()
+        if self.shown != self.position.ply:
+            self.show()
+        winner = {"1-0": "white wins", "0-1": "black wins", "1/2-1/2": "draw", "*": "unfinished"}[self.result]
+        self.say(f"game over: {self.result} ({winner}, {self.termination})")
+        return self.result
+
+    def finish(self, result: str, termination: str) -> None:
+        self.result, self.termination = result, termination
+
+    def loss(self, colour: int) -> str:
+        return "0-1" if colour == WHITE else "1-0"
+
+    def agent_turn(self) -> None:
+        start = self.now()
+        try:
+            action = choose_action(self.agent, self.position, self.encoding)
+        except Exception as exc:  # an engine that died, a broken checkpoint: end the game, keep it
+            self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
+            self.finish("*", ABANDONED)
+            return
+        move = self.position.action_to_move(action)
+        if self.clock and not self.clock.spend(self.position.turn, self.now() - start):
+            self.finish(self.loss(self.position.turn), TIME_FORFEIT)
+            return
+        self.position.push(move)
+        self.show()
+
+    def human_turn(self) -> None:
+        number = self.position.fullmove_number
+        start = self.now()
+        line = self.read(f"{number}{'.' if self.position.turn == WHITE else '...'} your move: ")
+        if line is None:
+            self.say("(end of input: the game stops here)")
+            self.finish("*", ABANDONED)
+            return
+        word = line.strip()
+        command = word.lower()
+        if not word:
+            return
+        if command in ("help", "?"):
+            self.say(HELP)
+        elif command == "moves":
+            self.say("legal moves: " + " ".join(san(self.position, m) for m in self.position.legal_moves))
+        elif command == "board":
+            self.show()
+        elif command == "flip":
+            self.flipped = not self.flipped
+            self.show()
+        elif command == "undo":
+            self.undo()
+        elif command == "hint":
+            self.hint()
+        elif command == "resign":
+            self.finish(self.loss(self.human), RESIGNATION)
+        elif command in ("quit", "exit"):
+            self.finish("*", ABANDONED)
+        else:
+            try:
+                move = parse_san(self.position, word)  # SAN or UCI
+            except ValueError as exc:  # IllegalMoveError and AmbiguousMoveError are ValueErrors
+                self.say(f"? {exc}")
+                return
+            if self.clock and not self.clock.spend(self.human, self.now() - start):
+                self.finish(self.loss(self.human), TIME_FORFEIT)
+                return
+            self.position.push(move)
+
+    def read(self, prompt: str) -> str | None:
+        """One line of input (``None`` at its end)."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            self.say()
+            return None
+        if not self.stdin.isatty():
+            self.say(line.rstrip("\n"))  # echo piped input, so a transcript reads like a session
+        return line
+
+    def undo(self) -> None:
+        """Take back the person's last move and the agent's reply to it."""
+        stack = self.position.move_stack
+        # the person's moves are the plies played with the person to move
+        mine = [i for i in range(len(stack)) if (self.position.turn + len(stack) - i) % 2 == self.human]
+        if not mine:
+            self.say("? nothing to undo: you have not moved yet")
+            return
+        while self.position.ply > mine[-1]:
+            self.position.pop()
+        self.show()
+
+    def hint(self) -> None:
+        try:
+            if self._hint_agent is None:
+                self._hint_agent = from_spec(self.hint_spec, self.variant, seed=self.seed)
+            move = self.position.action_to_move(choose_action(self._hint_agent, self.position, self.encoding))
+        except (ValueError, OSError, RuntimeError) as exc:
+            self.say(f"? no hint: {exc}")
+            return
+        self.say(f"hint ({self._hint_agent.name}): {san(self.position, move)}")
+
+    def pgn(self, event: str = "minichess play") -> str:
+        white, black = self.names
+        headers = {"Event": event, "White": white, "Black": black, "Result": self.result}
+        if self.termination:
+            headers["Termination"] = self.termination
+        return game_pgn(self.position, headers)
+
+
+def run(args) -> int:
+    """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`)."""
+    v = get_variant(args.variant)
+    rng = random.Random(args.seed)
+    colour = {"white": WHITE, "black": BLACK, "random": rng.choice((WHITE, BLACK))}[args.color]
+    try:
+        agent = from_spec(args.opponent, v, seed=args.seed)
+    except EngineNotFoundError as exc:  # not a ValueError, but as plainly the user's to fix
+        raise ValueError(str(exc)) from None
+    if args.fen is not None:
+        Position(v, args.fen)  # a bad FEN fails here, before the game starts
+    game = TerminalGame(v, agent, colour, fen=args.fen, hint=args.hint, ply_limit=args.ply_limit,
+                        clock=parse_clock(args.clock) if args.clock else None, seed=args.seed,
+                        unicode=False if args.ascii else None)
+    try:
+        game.run()
+    except KeyboardInterrupt:
+        game.say("\n(interrupted: the game stops here)")
+        game.finish("*", ABANDONED)
+    finally:
+        close = getattr(agent, "close", None)
+        if close:
+            close()
+    text = game.pgn()
+    if args.pgn == "-":
+        game.say()
+        game.say(text.rstrip())
+        return 0
+    path = args.pgn or f"minichess-{v.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}.pgn"
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as exc:
+        game.say(f"could not save the game to {path}: {exc}")
+        game.say(text.rstrip())
+        return 1
+    game.say(f"game saved to {path}")
+    return 0

@@ -1,0 +1,233 @@
+"""`minichess play` driven through its stdin and stdout, as a script or another program would.
+
+The test keeps its own copy of the game: it plays its moves into it and reads
+the agent's replies off the transcript, so what the program prints is checked
+against the rules at every move, and the saved PGN against the game played.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from agents import MinimaxAgent
+from agents.play.terminal import Clock, TerminalGame, board_text, parse_clock
+from minichess_envs import Position
+from minichess_envs.engine import BLACK, WHITE
+from minichess_envs.pgn import parse_san, read_pgn, san
+
+PROMPT = "your move: "
+LAST = re.compile(r"last move: \d+\.(?:\.\.)? (\S+) \((.+)\)")
+
+
+class Session:
+    """``minichess play ARGS`` in a subprocess; :meth:`until_prompt` reads up to the next prompt."""
+
+    def __init__(self, *args: str):
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "minichess_envs.cli", "play", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8", env=env,
+        )
+        self.transcript = ""
+
+    def until_prompt(self) -> str | None:
+        """Output up to and including the next prompt; ``None`` (all the rest read) when the program ends."""
+        out = []
+        while True:
+            ch = self.proc.stdout.read(1)
+            if not ch:
+                self.transcript += "".join(out)
+                self.rest = "".join(out)
+                return None
+            out.append(ch)
+            if ch == " " and "".join(out[-len(PROMPT):]) == PROMPT:
+                text = "".join(out)
+                self.transcript += text
+                return text
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> int:
+        self.proc.stdin.close()
+        self.transcript += self.proc.stdout.read()
+        return self.proc.wait(timeout=30)
+
+
+def replies(text: str, agent: str) -> list[str]:
+    """The SAN of the agent's moves announced in ``text``."""
+    return [m.group(1) for m in LAST.finditer(text) if m.group(2) == agent]
+
+
+def play_through(args: list[str], variant: str, human: int, agent: str, seed: int, fen: str | None = None,
+                 use_uci_every: int = 2):
+    """Play a whole game as ``human`` with random legal moves; returns (our copy of the game, transcript, pgn path)."""
+    rng = random.Random(seed)
+    ours = Position(variant, fen)
+    session = Session(*args)
+    moves = 0
+    while True:
+        text = session.until_prompt()
+        chunk = text if text is not None else session.rest
+        for reply in replies(chunk, agent):
+            assert ours.turn != human, f"the agent moved out of turn:\n{session.transcript}"
+            ours.push(parse_san(ours, reply))  # the agent's move, as printed, must be legal
+        if text is None:
+            break
+        assert ours.turn == human and not ours.is_game_over(), session.transcript
+        move = rng.choice(ours.legal_moves)
+        session.send(move.uci() if moves % use_uci_every == 0 else san(ours, move))
+        ours.push(move)
+        moves += 1
+    assert session.close() == 0, session.transcript
+    assert "Traceback" not in session.transcript
+    path = re.search(r"game saved to (.+)", session.transcript).group(1).strip()
+    return ours, session.transcript, path
+
+
+@pytest.mark.parametrize("variant, colour, seed", [("3x3", "white", 0), ("3x3", "black", 1), ("gardner", "white", 2)])
+def test_a_whole_game_against_random_through_pipes(tmp_path, variant, colour, seed):
+    pgn = tmp_path / "game.pgn"
+    human = WHITE if colour == "white" else BLACK
+    ours, transcript, path = play_through(
+        [variant, "--opponent", "random", "--color", colour, "--seed", str(seed), "--pgn", str(pgn)],
+        variant, human, "random", seed)
+    assert path == str(pgn)
+    outcome = ours.outcome()
+    ended = outcome.result() if outcome else "1/2-1/2"  # otherwise the ply limit adjudicated a draw
+    assert outcome or ours.ply == ours.variant.ply_limit
+    assert f"game over: {ended}" in transcript
+    game = read_pgn(pgn.read_text())
+    assert game.position.move_stack == ours.move_stack
+    assert game.headers["Result"] == ended
+    assert game.headers["White" if human == WHITE else "Black"] == "you"
+    assert game.headers["Black" if human == WHITE else "White"] == "random"
+
+
+def test_a_whole_game_against_a_saved_agent(tmp_path):
+    saved = tmp_path / "agent"
+    MinimaxAgent(1, seed=3, name="saved-minimax").save(str(saved))
+    pgn = tmp_path / "game.pgn"
+    ours, transcript, _ = play_through(
+        ["gardner", "--opponent", str(saved), "--color", "black", "--seed", "5", "--pgn", str(pgn)],
+        "gardner", BLACK, "saved-minimax", 5)
+    assert ours.ply > 0 and "game over:" in transcript
+    game = read_pgn(pgn.read_text())
+    assert game.headers["White"] == "saved-minimax"
+    assert game.position.move_stack == ours.move_stack
+    # Every move of the saved agent is one its depth-1 search ranks best (it plays on a copy of our game).
+    check = Position("gardner")
+    agent = MinimaxAgent(1)
+    for move in ours.move_stack:
+        if check.turn == WHITE:
+            assert check.move_code(move) in agent.best_moves(check)
+        check.push(move)
+
+
+def test_8x8_pgn_reads_in_python_chess(tmp_path):
+    chess_pgn = pytest.importorskip("chess.pgn")
+    pgn = tmp_path / "game.pgn"
+    ours, _, _ = play_through(["chess", "--opponent", "random", "--seed", "4", "--ply-limit", "40",
+                               "--pgn", str(pgn)], "chess", WHITE, "random", 4)
+    with open(pgn) as f:
+        game = chess_pgn.read_game(f)
+    assert not game.errors
+    board = game.end().board()
+    assert [m.uci() for m in game.mainline_moves()] == [m.uci() for m in ours.move_stack]
+    assert board.board_fen() == ours.fen().split()[0]
+
+
+def run_script(*lines: str, args=("gardner", "--opponent", "random", "--seed", "0"), tmp_path=None):
+    pgn = os.path.join(tmp_path, "game.pgn")
+    proc = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "play", *args, "--pgn", pgn],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, encoding="utf-8",
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8"}, timeout=60)
+    return proc, pgn
+
+
+def test_illegal_and_ambiguous_input_is_explained(tmp_path):
+    fen = "4k3/8/8/8/8/8/8/1N2KN2 w - - 0 1"  # knights on b1 and f1 both reach d2
+    proc, pgn = run_script("Nd2", "Ke3", "e4", "e1e3", "Zz9", "quit",
+                           args=("chess", "--fen", fen, "--opponent", "random"), tmp_path=tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0 and "Traceback" not in out + proc.stderr
+    assert "'Nd2' is ambiguous here: it could be Nbd2, Nfd2" in out
+    assert "'Ke3' is not a legal move here" in out  # a king moves one square
+    assert "'e4' is not a legal move here" in out  # no pawns
+    assert "illegal move e1e3" in out
+    assert "'Zz9' is not a move" in out
+    game = read_pgn(open(pgn).read())
+    assert game.position.ply == 0 and game.headers["Result"] == "*"
+
+
+def test_promotion_without_a_piece_asks_for_one(tmp_path):
+    proc, pgn = run_script("c5", "c4c5", "c5=N", "quit", args=("gardner", "--fen", "k4/2P2/5/5/4K w - - 0 1"),
+                           tmp_path=tmp_path)
+    assert "'c5' is ambiguous here: it could be c5=Q+, c5=R+, c5=B, c5=N" in proc.stdout
+    assert "a promotion needs its piece, e.g. c4c5q" in proc.stdout
+    assert read_pgn(open(pgn).read()).position.move_stack[0].uci() == "c4c5n"
+
+
+def test_undo_takes_back_your_move_and_the_reply(tmp_path):
+    proc, pgn = run_script("undo", "a3", "undo", "b3", "quit", tmp_path=tmp_path)
+    assert "nothing to undo" in proc.stdout
+    game = read_pgn(open(pgn).read())
+    stack = [m.uci() for m in game.position.move_stack]
+    assert stack[0] == "b2b3" and len(stack) == 2  # a3 and its reply were taken back
+
+
+def test_resign_hint_flip_and_moves(tmp_path):
+    proc, pgn = run_script("moves", "hint", "flip", "resign", args=("3x3", "--opponent", "random"),
+                           tmp_path=tmp_path)
+    out = proc.stdout
+    start = Position("3x3")
+    listed = re.search(r"legal moves: (.+)", out).group(1).split()
+    assert sorted(listed) == sorted(san(start, m) for m in start.legal_moves)
+    hinted = re.search(r"hint \(perfect\): (\S+)", out).group(1)
+    # the tablebase's hint keeps the start position's value (a draw) for White
+    from minichess_envs.tablebase import Tablebase
+
+    tb = Tablebase.load("3x3")
+    value = {m.move: m.value for m in tb.move_values(start)}[parse_san(start, hinted)]
+    assert value == tb.probe(start)[0]
+    assert "1 ♖ ♕ ♔" in out  # flipped: h-side (c file) on the left
+    game = read_pgn(open(pgn).read())
+    assert game.headers["Result"] == "0-1" and game.headers["Termination"] == "resignation"
+
+
+def test_bad_opponent_and_fen_are_one_line_errors(tmp_path):
+    for args, message in [(("gardner", "--opponent", "minimax:x"), "depth must be a positive integer"),
+                          (("gardner", "--opponent", "nonsense"), "unknown agent 'nonsense'"),
+                          (("gardner", "--opponent", "perfect"), "3x3 only"),
+                          (("3x3", "--opponent", "stockfish"), "stockfish plays only standard chess"),
+                          (("gardner", "--fen", "bad fen"), "bad FEN")]:
+        proc, _ = run_script("quit", args=args, tmp_path=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_clock_forfeits_a_slow_player():
+    import io
+
+    times = iter([0.0, 400.0])  # the person takes 400 s over the first move with a 5 minute clock
+    game = TerminalGame("gardner", MinimaxAgent(1), WHITE, clock=parse_clock("5+2"),
+                        stdin=io.StringIO("b3\n"), stdout=io.StringIO(), now=lambda: next(times))
+    assert game.run() == "0-1" and game.termination == "time forfeit"
+    assert game.position.ply == 0
+    clock = Clock(10, 1)
+    assert clock.spend(WHITE, 4) and clock.left[WHITE] == 7
+    with pytest.raises(ValueError, match="bad clock"):
+        parse_clock("five")
+
+
+def test_board_text_flips():
+    pos = Position("gardner")
+    assert board_text(pos, unicode=False).splitlines()[0] == "5 r n b q k"
+    assert board_text(pos, flipped=True, unicode=False).splitlines()[0] == "1 K Q B N R"
+    assert board_text(pos, flipped=True, unicode=False).splitlines()[-1] == "  e d c b a"
