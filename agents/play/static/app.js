@@ -120,7 +120,7 @@ async function loadPgn(event) {
 }
 
 function setGame(state) {
-  game = state; view = null; selected = null; analysisFor = null; say("");
+  game = state; view = null; selected = null; analysisFor = null; autoplay = false; say("");
 }
 
 // -- moves -----------------------------------------------------------------------
@@ -336,14 +336,17 @@ function renderPanel() {
   const ply = shownPly();
   const [top, bottom] = flipped ? ["white", "black"] : ["black", "white"];
   for (const [id, side] of [["top-player", top], ["bottom-player", bottom]]) {
-    const who = game.players[side] === options.human ? `${game.names[side]} (you)` : game.names[side];
+    const person = game.players[side] === options.human && game.names[side] === options.human;
+    const who = person ? "you" : game.names[side];
     $(id).textContent = `${side === "white" ? "White" : "Black"}: ${who}`;
     $(id).classList.toggle("to-move", !game.over && game.turn === side);
   }
   const watching = game.players.white !== options.human && game.players.black !== options.human;
   $("watch").hidden = !watching;
+  if (game.over) autoplay = false;
   $("auto").textContent = autoplay ? "Pause" : "Play";
   $("step").disabled = !watching || game.over || busy;
+  $("auto").disabled = !watching || game.over;
   $("resign").disabled = game.over || watching || busy;
   $("undo").disabled = game.ply === 0 || busy;
   $("first").disabled = $("back").disabled = ply === 0;
@@ -364,6 +367,7 @@ function renderPanel() {
   if (view !== null) text = `Viewing move ${view} of ${game.ply}. ${text}`;
   status.textContent = text;
   status.dataset.state = state;
+  status.dataset.ply = game.ply;
   const list = $("moves");
   list.innerHTML = "";
   const startBlack = game.start_fen.split(" ")[1] === "b";
@@ -374,7 +378,7 @@ function renderPanel() {
     li.append(span(entry.san, i + 1));
   });
   const current = list.querySelector("span.current");
-  if (current) current.scrollIntoView({block: "nearest"});
+  if (current) list.scrollTop = Math.max(0, current.offsetTop - list.clientHeight / 2);
   if ($("analyse").checked) requestAnalysis(ply); else $("analysis").innerHTML = "";
 
   function span(text, target) {
