@@ -522,8 +522,9 @@ def serve(args) -> int:
     import uvicorn
 
     loopback = args.host in LOOPBACK
-    server = PlayServer(args.runs, args.agent, ply_limit=args.ply_limit,
-                        allowed_hosts=list(LOOPBACK) if loopback else None)
+    # Answer only requests addressed to this host (DNS rebinding); all interfaces accept any name.
+    hosts = list(LOOPBACK) if loopback else None if args.host in ("0.0.0.0", "::") else [args.host]
+    server = PlayServer(args.runs, args.agent, ply_limit=args.ply_limit, allowed_hosts=hosts)
     if not loopback:
         print(f"warning: listening on {args.host}: anyone who can reach this machine can use the app")
     saved = server.saved()
