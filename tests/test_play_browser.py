@@ -17,8 +17,9 @@ import urllib.request
 
 import pytest
 
-pytest.importorskip("starlette", reason="the web app needs the [play] extra: pip install 'minichess-envs[play]'")
-uvicorn = pytest.importorskip("uvicorn", reason="the web app needs the [play] extra: pip install 'minichess-envs[play]'")
+PLAY_EXTRA = "the web app needs the [play] extra: pip install 'minichess-envs[play]'"
+pytest.importorskip("starlette", reason=PLAY_EXTRA)
+uvicorn = pytest.importorskip("uvicorn", reason=PLAY_EXTRA)
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium: pip install selenium")
 from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -30,7 +31,7 @@ from minichess_envs import Position  # noqa: E402
 from minichess_envs.pgn import read_pgn  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+CHROMEDRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
     reason="the browser test needs Debian's chromium and chromium-driver (apt install chromium chromium-driver)",

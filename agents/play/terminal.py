@@ -21,7 +21,7 @@ from agents.base import Agent
 from agents.spec import from_spec
 from agents.uci import EngineNotFoundError
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, IllegalMoveError, Position
+from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
 from minichess_envs.pgn import game_pgn, parse_san, san
 from minichess_envs.players import choose_action
 from minichess_envs.variants import FILES, get_variant

@@ -267,8 +267,8 @@ class PlayServer:
     def game(self, request: Request) -> Game:
         game = self.games.get(request.path_params["id"])
         if game is None:
-            raise HTTPException(404, f"no game {request.path_params['id']!r} (finished games are kept "
-                                f"{self.max_games} at most)")
+            raise HTTPException(404, f"no game {request.path_params['id']!r} (this server keeps "
+                                f"{self.max_games} games, dropping the least recently used)")
         game.touched = time.monotonic()
         return game
 
