@@ -142,10 +142,15 @@ def check_screenshot(driver, path) -> None:
         shutil.copy(path, os.path.join(os.environ["MINICHESS_SCREENSHOTS"], os.path.basename(path)))
 
 
-def play_by_clicking(driver, server: Server, variant: str, seed: int, drag_first: bool = False) -> tuple[str, list]:
-    """Play White with random legal moves by clicking (or dragging) until the game ends; returns (game id, moves)."""
+def play_by_clicking(driver, server: Server, variant: str, seed: int, drag_first: bool = False,
+                     colour: str = "white") -> tuple[str, list]:
+    """Play ``colour`` with random legal moves by clicking (or dragging) until the game ends against random.
+
+    Returns the game's id and the moves clicked. As Black the board is seen flipped.
+    """
     rng = random.Random(seed)
-    gid = start_game(driver, server, variant)
+    players = {"white": "human", "black": "random"} if colour == "white" else {"white": "random", "black": "human"}
+    gid = start_game(driver, server, variant, **players)
     played = []
     state = wait_for_turn(driver, -1)
     while state != "over":
@@ -173,13 +178,15 @@ def play_by_clicking(driver, server: Server, variant: str, seed: int, drag_first
     return gid, played
 
 
-@pytest.mark.parametrize("variant, ply_limit", [("3x3", None), ("gardner", None), ("chess", 60)])
-def test_whole_games_by_clicking(browser, serve, tmp_path, variant, ply_limit):
+@pytest.mark.parametrize("variant, ply_limit, colour", [
+    ("3x3", None, "white"), ("3x3", None, "black"), ("gardner", None, "white"), ("chess", 60, "white")])
+def test_whole_games_by_clicking(browser, serve, tmp_path, variant, ply_limit, colour):
     server = serve(ply_limit=ply_limit)
-    gid, played = play_by_clicking(browser, server, variant, seed=len(variant), drag_first=variant == "gardner")
+    gid, played = play_by_clicking(browser, server, variant, seed=len(variant), drag_first=variant == "gardner",
+                                   colour=colour)
     game = read_pgn(server.get(f"/api/games/{gid}/pgn"))
     moves = [m.uci() for m in game.position.move_stack]
-    assert moves[::2] == played  # White's moves are the ones clicked
+    assert moves[0 if colour == "white" else 1::2] == played  # the person's moves are the ones clicked
     limit = ply_limit or Position(variant).variant.ply_limit
     assert game.position.is_game_over() or len(moves) == limit
     expected = game.position.result() if game.position.is_game_over() else "1/2-1/2"
@@ -193,7 +200,10 @@ def test_whole_games_by_clicking(browser, serve, tmp_path, variant, ply_limit):
 
         replayed = chess_pgn.read_game(io.StringIO(server.get(f"/api/games/{gid}/pgn")))
         assert not replayed.errors and [m.uci() for m in replayed.mainline_moves()] == moves
-    check_screenshot(browser, tmp_path / f"play-{variant}.png")
+    if colour == "black":
+        bottom = browser.find_element(By.ID, "bottom-player").text
+        assert bottom.startswith("Black"), bottom  # the board is turned for Black
+    check_screenshot(browser, tmp_path / f"play-{variant}-{colour}.png")
 
 
 @pytest.mark.slow

@@ -242,8 +242,8 @@ function squareAt(event) {
   const {width, height} = game.variant;
   let file = Math.floor(p.x / SQ), row = Math.floor(p.y / SQ);
   if (file < 0 || row < 0 || file >= width || row >= height) return null;
-  if (flipped) file = width - 1 - file; else row = height - 1 - row;
-  return FILES[file] + (flipped ? height - row : row + 1);
+  if (flipped) file = width - 1 - file; else row = height - 1 - row;  // row: now the rank, from 0
+  return FILES[file] + (row + 1);
 }
 
 function el(name, attrs, parent) {
