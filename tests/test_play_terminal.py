@@ -215,9 +215,18 @@ def test_bad_opponent_and_fen_are_one_line_errors(tmp_path):
 def test_the_clock_forfeits_a_slow_player():
     import io
 
-    times = iter([0.0, 400.0])  # the person takes 400 s over the first move with a 5 minute clock
+    class SlowTyping(io.StringIO):
+        """Each line takes the person 200 s to type."""
+
+        time = 0.0
+
+        def readline(self, *args):
+            SlowTyping.time += 200
+            return super().readline(*args)
+
+    # 400 s on the first move with a 5 minute clock, half of it on a move that is not legal
     game = TerminalGame("gardner", MinimaxAgent(1), WHITE, clock=parse_clock("5+2"),
-                        stdin=io.StringIO("b3\n"), stdout=io.StringIO(), now=lambda: next(times))
+                        stdin=SlowTyping("b4\nb3\n"), stdout=io.StringIO(), now=lambda: SlowTyping.time)
     assert game.run() == "0-1" and game.termination == "time forfeit"
     assert game.position.ply == 0
     clock = Clock(10, 1)

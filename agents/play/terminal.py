@@ -133,6 +133,7 @@ class TerminalGame:
         self.now = now
         self.flipped = human == BLACK
         self.shown = -1  # the ply of the board last printed
+        self._turn_started = (-1, 0.0)  # (ply, time) the person's current turn began
         self.result = "*"
         self.termination = None
         if hasattr(agent, "reset"):
@@ -211,7 +212,9 @@ class TerminalGame:
 
     def human_turn(self) -> None:
         number = self.position.fullmove_number
-        start = self.now()
+        if self._turn_started[0] != self.position.ply:  # commands and bad input do not stop the clock
+            self._turn_started = (self.position.ply, self.now())
+        start = self._turn_started[1]
         line = self.read(f"{number}{'.' if self.position.turn == WHITE else '...'} your move: ")
         if line is None:
             self.say("(end of input: the game stops here)")
