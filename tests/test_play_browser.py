@@ -98,16 +98,22 @@ def serve():
 
 
 def status(driver) -> tuple[str, int]:
-    el = driver.find_element(By.ID, "status")
-    return el.get_attribute("data-state"), int(el.get_attribute("data-ply") or -1)
+    """The page's state and ply, read together (the page may redraw between two reads)."""
+    state, ply = driver.execute_script(
+        "const s = document.getElementById('status'); return [s.dataset.state, s.dataset.ply || '-1'];")
+    return state, int(ply)
 
 
 def wait_for_turn(driver, after_ply: int, timeout: float = 30) -> str:
     """Wait until the person is to move (or the game is over) at a ply after ``after_ply``."""
-    WebDriverWait(driver, timeout, poll_frequency=0.05).until(
-        lambda d: status(d)[0] in ("your-move", "over") and status(d)[1] > after_ply,
-        message=f"no move after ply {after_ply}")
-    return status(driver)[0]
+    seen = []
+
+    def ready(d):
+        seen[:] = [status(d)]
+        return seen[0][0] in ("your-move", "over") and seen[0][1] > after_ply
+
+    WebDriverWait(driver, timeout, poll_frequency=0.05).until(ready, message=f"no move after ply {after_ply}")
+    return seen[0][0]
 
 
 def start_game(driver, server: Server, variant: str, white: str = "human", black: str = "random") -> str:
