@@ -7,6 +7,7 @@ Screenshots go to ``tmp_path``, and also to ``$MINICHESS_SCREENSHOTS`` when set.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import shutil
@@ -28,7 +29,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from agents.play.web import PlayServer  # noqa: E402
 from minichess_envs import Position  # noqa: E402
-from minichess_envs.pgn import read_pgn  # noqa: E402
+from minichess_envs.pgn import PgnStats, read_pgn  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -38,6 +39,14 @@ pytestmark = pytest.mark.skipif(
 )
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1000,900")
+
+
+def read_game(text: str):
+    """The one game in PGN ``text``, read by our reader (which skips games it cannot read)."""
+    stats = PgnStats()
+    games = list(read_pgn(io.StringIO(text), stats=stats))
+    assert len(games) == 1, str(stats)
+    return games[0]
 
 
 @pytest.fixture(scope="module")
@@ -190,20 +199,18 @@ def test_whole_games_by_clicking(browser, serve, tmp_path, variant, ply_limit, c
     server = serve(ply_limit=ply_limit)
     gid, played = play_by_clicking(browser, server, variant, seed=len(variant), drag_first=variant == "gardner",
                                    colour=colour)
-    game = read_pgn(server.get(f"/api/games/{gid}/pgn"))
-    moves = [m.uci() for m in game.position.move_stack]
+    game = read_game(server.get(f"/api/games/{gid}/pgn"))
+    moves = [m.uci() for m in game.position().move_stack]
     assert moves[0 if colour == "white" else 1::2] == played  # the person's moves are the ones clicked
     limit = ply_limit or Position(variant).variant.ply_limit
-    assert game.position.is_game_over() or len(moves) == limit
-    expected = game.position.result() if game.position.is_game_over() else "1/2-1/2"
+    assert game.position().is_game_over() or len(moves) == limit
+    expected = game.position().result() if game.position().is_game_over() else "1/2-1/2"
     assert game.headers["Result"] == expected
     shown = browser.find_element(By.ID, "status").text
     assert expected in shown
     assert len(browser.find_elements(By.CSS_SELECTOR, "#moves span[data-ply]")) == len(moves)
     if variant == "chess":
         chess_pgn = pytest.importorskip("chess.pgn")
-        import io
-
         replayed = chess_pgn.read_game(io.StringIO(server.get(f"/api/games/{gid}/pgn")))
         assert not replayed.errors and [m.uci() for m in replayed.mainline_moves()] == moves
     if colour == "black":
@@ -216,8 +223,8 @@ def test_whole_games_by_clicking(browser, serve, tmp_path, variant, ply_limit, c
 def test_a_whole_8x8_game_without_a_ply_cap(browser, serve, tmp_path):
     server = serve()
     gid, _ = play_by_clicking(browser, server, "chess", seed=11)
-    game = read_pgn(server.get(f"/api/games/{gid}/pgn"))
-    assert game.position.is_game_over() or game.position.ply == Position("chess").variant.ply_limit
+    game = read_game(server.get(f"/api/games/{gid}/pgn"))
+    assert game.position().is_game_over() or game.position().ply == Position("chess").variant.ply_limit
 
 
 def test_watch_replay_and_analysis(browser, serve, tmp_path):

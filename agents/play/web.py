@@ -26,6 +26,7 @@ another web site cannot send them from a visitor's browser (no CORS).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import secrets
@@ -48,8 +49,8 @@ from agents.spec import from_spec, load_for_variant, saved_agents
 from agents.uci import EngineNotFoundError, find_engine
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, WHITE, Move, Position
-from minichess_envs.env import Opponent
-from minichess_envs.pgn import game_pgn, parse_move, read_pgn, san
+from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san
+from minichess_envs.players import choose_action
 from minichess_envs.variants import VARIANTS, Variant, get_variant
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
@@ -144,7 +145,7 @@ class Game:
     def choose(self, position: Position) -> Move:
         """The agent to move's choice (run in a worker thread)."""
         with self.agent_lock:
-            action = Opponent(self.agents[position.turn], self.encoding, reset_player=False).choose(position)
+            action = choose_action(self.agents[position.turn], position, self.encoding)
         return position.action_to_move(action)
 
     def close(self) -> None:
@@ -341,13 +342,13 @@ class PlayServer:
 
     async def load_pgn(self, request: Request) -> Response:
         data = await _json(request)
-        try:
-            loaded = read_pgn(_field(data, "pgn", None))
-        except ValueError as exc:
-            raise HTTPException(422, f"cannot read this PGN: {exc}") from None
+        stats = PgnStats()
+        loaded = next(read_pgn(io.StringIO(_field(data, "pgn", None)), stats=stats), None)  # the first good game
+        if loaded is None:
+            raise HTTPException(422, f"cannot read this PGN: {stats}")
         names = (loaded.headers.get("White", "?"), loaded.headers.get("Black", "?"))
         keep = {k: val for k, val in loaded.headers.items() if k in ("Event", "Site", "Date", "Round")}
-        game = self.add(loaded.position, (HUMAN, HUMAN), [None, None], keep, names)
+        game = self.add(loaded.position(), (HUMAN, HUMAN), [None, None], keep, names)
         state = game.state()
         if loaded.headers.get("Result", "*") != "*" and not state["over"]:
             state["pgn_result"] = loaded.headers["Result"]  # e.g. a resignation: shown, the game stays playable
@@ -362,7 +363,7 @@ class PlayServer:
         text = _field(data, "move", None)
         self._check_turn(game, human=True)
         try:
-            move = parse_move(game.position, text)
+            move = parse_san(game.position, text)  # SAN or UCI
         except ValueError as exc:  # illegal, ambiguous or not a move
             raise HTTPException(422, str(exc)) from None
         game.push(move)
