@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import numpy as np
 
@@ -142,6 +143,40 @@ def _placements(variant: Variant, white: str, black: str):
             board[wk], board[bk] = KING, KING | 8
             yield from place(0)
             board[wk] = board[bk] = 0
+
+
+def placement_count(variant: str | Variant, white: str | None = None, black: str | None = None) -> int:
+    """How many boards :func:`legal_positions` enumerates for these armies, counted without enumerating.
+
+    Each board appears at most twice (once per side to move), so twice this
+    count bounds the number of legal positions from above.
+    """
+    v = get_variant(variant)
+    white, black = _check(v, white, black)
+    W, H, n = v.width, v.height, v.width * v.height
+    inner = {s for s in range(n) if 0 < s // W < H - 1}  # where pawns may stand
+    king_pairs: dict[int, int] = {}  # non-adjacent king placements, by how many kings stand on inner squares
+    for wk in range(n):
+        for bk in range(n):
+            if max(abs(wk % W - bk % W), abs(wk // W - bk // W)) > 1:
+                on_inner = (wk in inner) + (bk in inner)
+                king_pairs[on_inner] = king_pairs.get(on_inner, 0) + 1
+    total = 0
+    for wm in materials(white, v.promotion):
+        for bm in materials(black, v.promotion):
+            if len(wm) + len(bm) > n:
+                continue
+            pawns = wm.count("P"), bm.count("P")
+            others = [m.count(p) for m in (wm, bm) for p in ORDER[1:-1]]
+            for on_inner, pairs in king_pairs.items():
+                free = len(inner) - on_inner
+                ways = math.comb(free, pawns[0]) * math.comb(free - pawns[0], pawns[1])
+                rest = n - 2 - sum(pawns)
+                for count in others:
+                    ways *= math.comb(rest, count)
+                    rest -= count
+                total += pairs * ways
+    return total
 
 
 def legal_positions(variant: str | Variant = "3x3", white: str | None = None,

@@ -44,10 +44,15 @@ from minichess_envs import _core
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, Move, Position, Termination, _decode, square_names
 from minichess_envs.players import choose_actions
-from minichess_envs.positions import PROBE_POSITIONS, _check, _legal_positions, make_position
+from minichess_envs.positions import (
+    PROBE_POSITIONS, ORDER, _check, _legal_positions, canonical_army, default_army, make_position, placement_count,
+)
 from minichess_envs.variants import Variant, get_variant
 
 FORMAT_VERSION = 1
+#: Peak memory of a build per legal position, with a margin (measured 380-470 bytes on 3x3 and on
+#: Gardner armies of 16 thousand to 1.8 million positions).
+BUILD_BYTES_PER_POSITION = 600
 VALUE_NAMES = {1: "win", 0: "draw", -1: "loss"}
 _ARRAYS = ("pieces", "turn", "value", "dtm", "outcome")
 
@@ -87,6 +92,117 @@ def rules_key(variant: Variant) -> dict:
         "win_rule": variant.win_rule, "stalemate": variant.stalemate,
         "insufficient_material": variant.insufficient_material,
     }
+
+
+# -- size before building ------------------------------------------------------
+
+
+class TablebaseTooLarge(ValueError):
+    """A table that would not fit in memory; ``fits`` lists army pairs of the variant that would."""
+
+    def __init__(self, message: str, fits: Sequence[tuple[str, str]] = ()):
+        super().__init__(message)
+        self.fits = list(fits)
+
+
+class BuildEstimate(NamedTuple):
+    """Size of a table before it is built: an upper bound on its positions and the memory to build it."""
+
+    positions: int
+    memory: int  # bytes
+
+
+def estimate(variant: str | Variant = "3x3", white: str | None = None, black: str | None = None) -> BuildEstimate:
+    """Positions (at most) and bytes a build needs, counted from the armies and the board alone (fast)."""
+    v = get_variant(variant)
+    positions = 2 * placement_count(v, white, black)  # each board with either side to move
+    return BuildEstimate(positions, positions * BUILD_BYTES_PER_POSITION)
+
+
+def available_memory() -> int:
+    """Bytes this process can still use: the kernel's MemAvailable, capped by a cgroup limit (4 GiB if unknown)."""
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            found += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file) as f, open(usage_file) as g:
+                limit, usage = f.read().strip(), int(g.read())
+            if limit != "max" and int(limit) < 2**60:
+                found.append(max(0, int(limit) - usage))
+        except (OSError, ValueError):
+            pass
+    return min(found) if found else 4 * 2**30
+
+
+def fitting_armies(variant: str | Variant, max_memory: int) -> list[tuple[str, str]]:
+    """The largest army pairs (parts of the default army) whose build fits in ``max_memory`` bytes.
+
+    Largest first; each pair fits and adding any piece to either side would not.
+    A pair and its colour mirror are listed once, the bigger army as White.
+    """
+    v = get_variant(variant)
+    extras = default_army(v)[1:]
+    fits, seen, frontier = {}, {("K", "K")}, [("K", "K")]
+    while frontier:  # grow from bare kings: a pair that does not fit has no superset that fits
+        grown = []
+        for white, black in frontier:
+            size = estimate(v, white, black)
+            if size.memory > max_memory:
+                continue
+            fits[white, black] = size.positions
+            for side in (0, 1):
+                for piece in extras:
+                    pair = [white, black]
+                    if piece not in pair[side]:
+                        pair[side] = canonical_army(pair[side] + piece)
+                        if tuple(pair) not in seen:
+                            seen.add(tuple(pair))
+                            grown.append(tuple(pair))
+        frontier = grown
+    maximal = [
+        (w, b) for w, b in fits
+        if not any((canonical_army(w + p), b) in fits or (w, canonical_army(b + p)) in fits for p in extras)
+        and (len(w), [-ORDER.index(c) for c in w]) >= (len(b), [-ORDER.index(c) for c in b])
+    ]
+    return sorted(maximal, key=lambda pair: -fits[pair])
+
+
+def check_fits(variant: Variant, white: str, black: str, max_memory: int | None = None) -> BuildEstimate:
+    """The build's estimate; :class:`TablebaseTooLarge` naming the pairs that fit when it needs more memory."""
+    size = estimate(variant, white, black)
+    limit = available_memory() if max_memory is None else max_memory
+    if size.memory <= limit:
+        return size
+    fits = fitting_armies(variant, limit)
+    message = (f"the {variant.name} tablebase for white {white}, black {black.lower()} would have up to "
+               f"{size.positions:.3g} positions and need about {_bytes(size.memory)} of memory to build; "
+               f"{_bytes(limit)} {'is available' if max_memory is None else 'allowed'}.")
+    if not fits:
+        raise TablebaseTooLarge(message + " No army pair fits, not even bare kings.")
+    groups: dict[int, list[str]] = {}
+    for w, b in fits:
+        groups.setdefault(estimate(variant, w, b).positions, []).append(f"{w} v {b.lower()}")
+    lines = [f"  up to {n:,} positions: " + ", ".join(pairs[:8]) + (f", ... ({len(pairs)} pairs)" * (len(pairs) > 8))
+             for n, pairs in list(groups.items())[:4]]
+    first_white, first_black = fits[0]
+    raise TablebaseTooLarge(
+        message + f"\nArmy pairs of {variant.name} that fit, largest first (choose one with --white/--black or "
+        f"white=/black=, e.g. --white {first_white} --black {first_black.lower()}; a build solves roughly "
+        "3 million positions a minute):\n" + "\n".join(lines), fits)
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000:
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:,.0f} PB"
 
 
 # -- retrograde analysis ------------------------------------------------------
@@ -206,20 +322,27 @@ class Tablebase:
     # -- building, saving, loading -------------------------------------------
 
     @classmethod
-    def build(cls, variant: str | Variant = "3x3", white: str | None = None, black: str | None = None) -> Tablebase:
-        """Solve the table in memory (no cache)."""
+    def build(cls, variant: str | Variant = "3x3", white: str | None = None, black: str | None = None, *,
+              max_memory: int | None = None) -> Tablebase:
+        """Solve the table in memory (no cache).
+
+        Raises :class:`TablebaseTooLarge` before building when the estimated memory
+        exceeds ``max_memory`` bytes (default: the memory available now).
+        """
         v = get_variant(variant)
         white, black = _check(v, white, black)
+        check_fits(v, white, black, max_memory)
         start = time.perf_counter()
         arrays = _build_arrays(v, white, black)
         return cls(v, white, black, **arrays, build_seconds=time.perf_counter() - start)
 
     @classmethod
     def load(cls, variant: str | Variant = "3x3", white: str | None = None, black: str | None = None, *,
-             cache_dir: str | None = None, verbose: bool = False) -> Tablebase:
+             cache_dir: str | None = None, verbose: bool = False, max_memory: int | None = None) -> Tablebase:
         """The table from the cache, built and cached first if missing, stale or corrupt.
 
-        ``cache_dir`` overrides :func:`default_cache_dir`. A file that cannot be
+        ``cache_dir`` overrides :func:`default_cache_dir`; ``max_memory`` is passed to
+        :meth:`build`. A file that cannot be
         trusted is reported with a :class:`CacheWarning` and rebuilt; a cache
         that cannot be written leaves a working table in memory (with a warning).
         """
@@ -233,7 +356,7 @@ class Tablebase:
                 warnings.warn(f"tablebase cache {path}: {exc}; rebuilding it", CacheWarning, stacklevel=2)
         if verbose:
             print(f"building the {v.name} tablebase (white {white}, black {black.lower()}) ...", flush=True)
-        tb = cls.build(v, white, black)
+        tb = cls.build(v, white, black, max_memory=max_memory)
         try:
             tb.save(path)
         except OSError as exc:

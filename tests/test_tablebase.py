@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -27,14 +29,19 @@ from minichess_envs.positions import (
     make_position,
     materials,
     non_terminal_positions,
+    placement_count,
     random_position,
 )
+from minichess_envs.positions import _check, _placements
 from minichess_envs.tablebase import (
     FORMAT_VERSION,
     CacheWarning,
     Tablebase,
     cache_path,
     default_cache_dir,
+    TablebaseTooLarge,
+    estimate,
+    fitting_armies,
     probe_targets,
     score_agent,
 )
@@ -296,6 +303,80 @@ def test_pieces_are_a_parameter_pawns_and_knights():
     for i in range(0, len(small), 11):
         pos = small.position(i)
         assert small.probe(pos.mirror()) == small.probe(pos)
+
+
+# -- size before building -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant, white, black", [
+    ("3x3", None, None), ("3x3", "KQ", "kr"), ("gardner", "KQ", "k"), ("gardner", "KP", "k"),
+    ("microchess", "KP", "k"), ("losalamos", "KN", "k"), ("petty", "KP", "k"),
+])
+def test_placement_count_is_the_enumerated_count_and_bounds_the_positions(variant, white, black):
+    v = get_variant(variant)
+    white, black = _check(v, white, black)
+    boards = sum(1 for wm in materials(white, v.promotion) for bm in materials(black, v.promotion)
+                 if len(wm) + len(bm) <= v.width * v.height for _ in _placements(v, wm, bm))
+    assert placement_count(v, white, black) == boards
+    if boards < 300_000:
+        assert len(legal_positions(v, white, black)) <= estimate(v, white, black).positions == 2 * boards
+
+
+def test_too_large_a_table_is_refused_before_building_and_the_armies_that_fit_are_named():
+    limit = 40_000_000  # bytes
+    with pytest.raises(TablebaseTooLarge) as caught:
+        Tablebase.build("gardner", max_memory=limit)
+    message, fits = str(caught.value), caught.value.fits
+    assert "gardner" in message and "KQRBNP" in message and "--white" in message
+    assert fits and fits == fitting_armies("gardner", limit)
+    assert f"{fits[0][0]} v {fits[0][1].lower()}" in message
+    pieces = "QRBNP"
+    for w, b in fits:
+        assert estimate("gardner", w, b).memory <= limit
+        for p in pieces:  # the largest: one more piece on either side no longer fits
+            if p not in w:
+                assert estimate("gardner", w + p, b).memory > limit
+            if p not in b:
+                assert estimate("gardner", w, b + p).memory > limit
+    assert isinstance(caught.value, ValueError)
+
+
+def run_measured(args: list[str], tmp_path, memory_cap: int = 4 * 2**30) -> tuple[int, str, float, int]:
+    """Exit code, stderr, wall seconds and peak RSS (bytes) of a child process, its address space capped."""
+
+    def cap():  # a child that does blow up fails fast instead of taking the machine's memory
+        resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
+
+    with open(tmp_path / "stdout", "w") as out, open(tmp_path / "stderr", "w") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, stderr=err, preexec_fn=cap,
+                                env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this child alone
+        seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, (tmp_path / "stderr").read_text(), seconds, usage.ru_maxrss * 1024
+
+
+@pytest.mark.parametrize("variant", ["gardner", "losalamos"])
+def test_cli_refuses_a_table_that_does_not_fit_within_seconds_and_little_memory(variant, tmp_path):
+    code, err, seconds, peak = run_measured(
+        [sys.executable, "-m", "minichess_envs.cli", "tablebase", "stats", variant, "--cache-dir", str(tmp_path)],
+        tmp_path)
+    assert code == 2, err
+    assert f"the {variant} tablebase" in err and f"Army pairs of {variant} that fit" in err and "--white" in err
+    assert "Traceback" not in err
+    assert seconds < 20 and peak < 300 * 2**20, (seconds, peak)
+
+
+def test_the_memory_estimate_bounds_a_real_build(tmp_path):
+    code = ("import resource, sys; from minichess_envs.tablebase import Tablebase; "
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+            "tb = Tablebase.build('gardner', 'KP', 'k'); "
+            "print(len(tb), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    positions, grown = int(out[0]), int(out[1])
+    size = estimate("gardner", "KP", "k")
+    assert positions <= size.positions and grown <= size.memory, (positions, grown, size)
 
 
 # -- bad input ------------------------------------------------------------------------
