@@ -224,11 +224,12 @@ class UCIEngineAgent(Agent):
                     proc.kill()
                     proc.wait(timeout=2)
         finally:
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except (OSError, ValueError):
-                    pass
+            # stdout belongs to the reader thread, which closes it at end of output; closing it here
+            # could block on (or, at interpreter exit, abort over) the lock that thread holds.
+            try:
+                proc.stdin.close()
+            except (OSError, ValueError):
+                pass
 
     def __enter__(self) -> UCIEngineAgent:
         return self
@@ -361,4 +362,6 @@ def _pump(stream, lines: queue.Queue) -> None:
             lines.put(line.strip())
     except (OSError, ValueError):
         pass
+    finally:
+        stream.close()
     lines.put(None)

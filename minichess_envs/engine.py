@@ -583,9 +583,8 @@ class Position(_core.Position):
         return self.copy()
 
     def __reduce__(self):
-        v: Variant = self.variant
-        spec = v.name if get_variant_or_none(v.name) == v else v
-        return (_restore, (spec, self.root_fen, self.move_codes()))
+        # The variant goes by value, so a worker process that never registered it can rebuild the position.
+        return (_restore, (self.variant, self.root_fen, self.move_codes()))
 
     def __eq__(self, other) -> bool:
         """Same variant, same board, side to move, rights, clocks and history."""
@@ -600,14 +599,7 @@ class Position(_core.Position):
     __hash__ = None  # mutable
 
 
-def get_variant_or_none(name: str) -> Variant | None:
-    try:
-        return get_variant(name)
-    except ValueError:
-        return None
-
-
-def _restore(variant: str | Variant, root_fen: str, codes: Iterable[int]) -> Position:
+def _restore(variant: Variant, root_fen: str, codes: Iterable[int]) -> Position:
     pos = Position(variant, root_fen)
     for code in codes:
         pos.push_code(code)

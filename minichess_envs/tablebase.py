@@ -315,6 +315,11 @@ class Tablebase:
         self._index = {p.tobytes() + bytes((t,)): i for i, (p, t) in enumerate(zip(self.pieces, self.turn))}
         self._scratch = _core.Position(self.variant.rules)  # for move_values; so one table per thread
 
+    def __reduce__(self):
+        # The arrays only: the index and the scratch position (a C object) are rebuilt.
+        return (type(self), (self.variant, self.white, self.black, self.pieces, self.turn, self.value, self.dtm,
+                             self.outcome, self.build_seconds))
+
     def __repr__(self) -> str:
         return (f"Tablebase({self.variant.name!r}, white={self.white!r}, black={self.black.lower()!r}, "
                 f"positions={len(self)})")

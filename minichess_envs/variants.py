@@ -125,6 +125,10 @@ class Variant:
         if problems:
             raise ValueError(f"invalid variant {self.name!r}: " + "; ".join(problems))
 
+    def __reduce__(self):
+        # Pickled as its fields: the compiled rules are a C cache, rebuilt on use.
+        return (_unpickle_variant, ({f.name: getattr(self, f.name) for f in dataclasses.fields(self)},))
+
     def castling_options(self, color: str) -> list[Castling]:
         """The castling moves of ``"white"`` or ``"black"``, in right-bit order."""
         return [c for c in self.castling if c.color in (None, color)]
@@ -169,6 +173,13 @@ class Variant:
 
 
 VARIANTS: dict[str, Variant] = {}
+
+
+def _unpickle_variant(fields: dict) -> Variant:
+    """A variant from its pickled fields: the registered one when it is equal (sharing its compiled rules)."""
+    variant = Variant(**fields)
+    registered = VARIANTS.get(variant.name.lower())
+    return registered if registered == variant else variant
 
 
 def _add_to_catalogue(variant: Variant) -> Variant:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 
 import numpy as np
 import pytest
@@ -269,3 +270,29 @@ def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
     both = elo_mle(games, anchor={"a": 0.0, "b": 400.0})
     assert abs(both["x"].elo - 200) < 1e-6 and both["a"].elo == 0 and both["b"].elo == 400
     assert both["x"].low < 200 < both["x"].high
+
+
+def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("torch", reason="the trained agent is an AlphaZero network: needs torch")
+    from agents.alphazero.mcts import SearchConfig
+    from agents.alphazero.train import Config, train, write_agent
+
+    from experiments import leaderboard
+
+    runs = tmp_path / "runs"
+    config = Config(variant="3x3", run_dir=str(runs / "az"), iterations=1, games_per_iteration=8,
+                    search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=8, batch_size=32,
+                    buffer_size=1000, threads=1)
+    write_agent(config.run_dir, train(config, verbose=False), simulations=4)
+    # The default is one worker per core; with one core there would be no worker processes to test.
+    cores = max(2, os.cpu_count() or 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    out = tmp_path / "out"
+    leaderboard.main(["--variant", "3x3", "--games", "2", "--reference-games", "20", "--depths", "1",
+                      "--runs", str(runs), "--out", str(out)])
+    assert f"workers: {cores}" in capsys.readouterr().out
+    rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
+    assert {r["agent"] for r in rows if r["kind"] == "agent"} == {"random", "greedy", "minimax-d1", "perfect",
+                                                                  "az/agent"}
+    pgn = (out / "games.pgn").read_text()
+    assert pgn.count("[Event ") == 10 * 2 and "illegal" not in pgn.lower()

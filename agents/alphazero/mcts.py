@@ -57,9 +57,6 @@ class NetworkEvaluator:
     """
 
     def __init__(self, net, cache_size: int = 200_000):
-        import torch
-
-        self.torch = torch
         self.net = net
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
         self.cache_size = cache_size
@@ -67,6 +64,9 @@ class NetworkEvaluator:
 
     def clear(self) -> None:
         self.cache.clear()
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__, cache={})  # a copy starts with an empty cache: no need to ship it
 
     def __call__(self, observations: np.ndarray, masks: np.ndarray, keys: np.ndarray):
         n, A = masks.shape
@@ -93,7 +93,8 @@ class NetworkEvaluator:
 
     def evaluate(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Uncached network call: softmax over the legal actions, and values."""
-        torch = self.torch
+        import torch
+
         self.net.eval()
         with torch.inference_mode():
             logits, values = self.net(torch.from_numpy(np.ascontiguousarray(observations)))
