@@ -8,13 +8,17 @@
 >>> agent = from_spec("minimax:3", "gardner")     # by name, as the command line takes them
 """
 
-from agents.base import Agent, CallableAgent, as_agent, load, register_agent
-from agents.greedy import GreedyAgent
-from agents.minimax import MinimaxAgent
-from agents.random_agent import RandomAgent
-from agents.spec import from_spec
-from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent
-from minichess_envs.players import choose_action, choose_actions, legal_action, player_name
+#: Marks this package as minichess-envs' ``agents``: other distributions (openai-agents) install a
+#: top-level ``agents`` package too, and whichever is installed last overwrites the other's files.
+MINICHESS_AGENTS = True
+
+from agents.base import Agent, CallableAgent, as_agent, load, register_agent  # noqa: E402  (after the marker)
+from agents.greedy import GreedyAgent  # noqa: E402
+from agents.minimax import MinimaxAgent  # noqa: E402
+from agents.random_agent import RandomAgent  # noqa: E402
+from agents.spec import from_spec  # noqa: E402
+from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent  # noqa: E402
+from minichess_envs.players import choose_action, choose_actions, legal_action, player_name  # noqa: E402
 
 __all__ = [
     "Agent", "CallableAgent", "EngineError", "EngineNotFoundError", "GreedyAgent", "MinimaxAgent", "RandomAgent",

@@ -17,11 +17,20 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from minichess_envs.players import check_player, legal_action
+
+if not getattr(sys.modules.get("agents"), "MINICHESS_AGENTS", False):
+    raise ImportError(
+        f"the package 'agents' imported here ({getattr(sys.modules.get('agents'), '__file__', None)}) is not "
+        "minichess-envs' agents: another distribution with a top-level 'agents' package (openai-agents is one) "
+        "was installed over it. Use minichess-envs in a virtual environment without that distribution, or "
+        "reinstall minichess-envs over it (pip install --force-reinstall --no-deps, from its checkout or wheel)"
+    )
 
 MANIFEST = "agent.json"
 MANIFEST_VERSION = 1

@@ -2,6 +2,7 @@
 
 Usage::
 
+    minichess --version
     minichess variants
     minichess show VARIANT [--fen FEN]
     minichess perft VARIANT DEPTH [--fen FEN] [--divide]
@@ -137,6 +138,18 @@ def cmd_tablebase(args) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed distribution's version (the package's own when run from a source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("minichess-envs")
+    except PackageNotFoundError:
+        from minichess_envs import __version__
+
+        return f"{__version__} (not installed)"
+
+
 def cmd_play(args) -> int:
     from agents.play.terminal import run  # agents sit above the environments: imported only here
 
@@ -158,6 +171,7 @@ AGENT_FORMS = "random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfi
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minichess", description="Small-board chess: rules, perft and demos.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("variants", help="list the variant catalogue").set_defaults(run=cmd_variants)
     p = sub.add_parser("show", help="print a position, its legal moves and outcome")
