@@ -41,7 +41,31 @@ enum { WHITE = 0, BLACK = 1 };
 
 #define MAX_SIDE 8
 #define MAX_SQ 64
-#define MAX_MOVES 256
+#define MAX_PROMO 5
+/* MAX_MOVES bounds the moves of any position, reachable or not, on any board up
+ * to 8x8 with any pieces (the core is also handed raw boards, e.g. read from
+ * tablebase files), so no move list can overflow.  Proof: a move goes from a
+ * square holding a piece of the mover to a square holding none of the mover's
+ * pieces (empty or an enemy piece; an en-passant target is empty), with two
+ * exceptions counted below.  A pair (from, to) carries at most one move: the
+ * piece on `from` has one type; a pawn pushes, double-steps or captures onto a
+ * given square in exactly one way; a king step and a castling move never share
+ * a target (castling moves the king two or more files, and a colour's two
+ * castling moves have different king targets).  With k of the mover's pieces on
+ * n squares there are at most k * (n - k) <= n^2 / 4 such pairs.  Exceptions:
+ * (a) a promotion pair carries one move per promotion piece (at most
+ * MAX_PROMO): promotions land on the last rank, whose at most 8 squares are
+ * each reached from at most 3 pawns (a push and two captures), adding at most
+ * 8 * 3 * (MAX_PROMO - 1) moves; (b) castling may land the king on its own
+ * rook's square (Chess960 style): at most 2 such moves.
+ * On 8x8: 64 * 64 / 4 + 96 + 2 = 1122.  (A reachable chess position has at
+ * most 218 legal moves; a crafted board full of queens has 262.) */
+#define MAX_MOVES (MAX_SQ * MAX_SQ / 4 + MAX_SIDE * 3 * (MAX_PROMO - 1) + 2)
+/* Longest observation history accepted: keeps channels * squares far from
+ * overflow (AlphaZero used 8; no game here is longer than a few hundred plies). */
+#define MAX_HISTORY 1024
+/* Counters (halfmove clock, fullmove number) are int32 and saturate here. */
+#define MAX_COUNTER INT32_MAX
 #define MAX_PLANES (8 * (MAX_SIDE - 1) + 8 + 9)
 
 /* Piece values in pawns, by type: the project's one table (Python reads it as
@@ -102,7 +126,7 @@ typedef struct {
     int no_progress;     /* plies without capture or pawn move for a draw, 0 = off */
     int insufficient;    /* draw when neither side can possibly mate */
     int npromo;
-    int8_t promo[6];     /* promotion types; promo[0] is the plain-move promotion */
+    int8_t promo[MAX_PROMO]; /* promotion types; promo[0] is the plain-move promotion */
     int ncastle[2];
     Castle castle[2][2];
     uint8_t castle_keep[MAX_SQ]; /* rights kept when a move touches the square */
@@ -268,8 +292,9 @@ static int Rules_init(RulesObject *r, PyObject *args, PyObject *kwds) {
     r->npromo = 0;
     for (const char *c = promotion; *c; c++) {
         int t = piece_type_from_char(*c);
-        if (!t || t == PAWN || t == KING || r->npromo >= 5) {
-            PyErr_Format(PyExc_ValueError, "bad promotion piece list '%s'", promotion);
+        if (!t || t == PAWN || t == KING || r->npromo >= MAX_PROMO || r->piece_plane[t] < 0) {
+            PyErr_Format(PyExc_ValueError, "bad promotion piece list '%s' (at most %d of N, B, R, Q, all in pieces '%s')",
+                         promotion, MAX_PROMO, pieces);
             return -1;
         }
         if (r->npromo > 0 && t != KNIGHT && t != BISHOP && t != ROOK) {
@@ -365,8 +390,8 @@ typedef struct {
     int8_t sq[MAX_SQ];
     uint64_t hash;
     uint32_t last_move; /* the move that led here, 0 at the root */
-    int32_t fullmove;
-    int16_t halfmove;   /* plies since the last capture or pawn move */
+    int32_t fullmove;   /* 1..MAX_COUNTER, saturating */
+    int32_t halfmove;   /* plies since the last capture or pawn move, 0..MAX_COUNTER, saturating */
     int8_t ep;          /* en-passant target square, -1 if none */
     uint8_t side;       /* colour to move */
     uint8_t castling;   /* rights: bit (colour * 2 + option) */
@@ -495,6 +520,31 @@ static int gen_pseudo(const RulesObject *r, const Board *b, uint32_t *out) {
     return n;
 }
 
+static void make_move(const RulesObject *r, Board *b, uint32_t m);
+
+/* Can the side to move capture en passant onto `target` with a legal move?
+ * Needs target empty and an enemy pawn just past it; with king capture every
+ * pseudo-legal capture is legal, otherwise the capture must not leave the own
+ * king attacked (e.g. by a rook along the rank both pawns leave). */
+static int ep_capture_legal(const RulesObject *r, const Board *b, int target) {
+    int us = b->side, them = us ^ 1;
+    int capsq = target + (us == WHITE ? -r->width : r->width);
+    if (target < 0 || target >= r->nsq || capsq < 0 || capsq >= r->nsq || b->sq[target] ||
+        b->sq[capsq] != PIECE(them, PAWN))
+        return 0;
+    for (int k = 0; k < r->npawn_from[us][target]; k++) {
+        int from = r->pawn_from[us][target][k];
+        if (b->sq[from] != PIECE(us, PAWN)) continue;
+        if (r->king_capture) return 1;
+        if (b->king[us] < 0 || b->king[them] < 0) return 0; /* game over: no legal moves */
+        Board c = *b;
+        c.ep = (int8_t)target;
+        make_move(r, &c, MOVE(from, target, 0, F_EP));
+        if (!attacked(r, &c, c.king[us], them)) return 1;
+    }
+    return 0;
+}
+
 /* Play a pseudo-legal move on b in place, keeping hash, rights and clocks. */
 static void make_move(const RulesObject *r, Board *b, uint32_t m) {
     int from = M_FROM(m), to = M_TO(m), promo = M_PROMO(m), flags = M_FLAGS(m);
@@ -503,7 +553,8 @@ static void make_move(const RulesObject *r, Board *b, uint32_t m) {
     uint64_t h = b->hash;
     if (b->ep >= 0) h ^= r->z_ep[b->ep];
     h ^= r->z_castle[b->castling];
-    b->halfmove++;
+    b->halfmove += b->halfmove < MAX_COUNTER;
+    int ep_target = -1;
     b->ep = -1;
     if (flags & F_CASTLE) {
         const Castle *c = &r->castle[us][0];
@@ -534,15 +585,7 @@ static void make_move(const RulesObject *r, Board *b, uint32_t m) {
                 h ^= r->z_piece[s[capsq]][capsq];
                 s[capsq] = 0;
             } else if ((flags & F_DOUBLE) && r->en_passant) {
-                /* Record the target only if an enemy pawn could capture there,
-                 * so that transpositions hash alike (as Stockfish does). */
-                int target = (from + to) / 2;
-                for (int k = 0; k < r->npawn_from[them][target]; k++)
-                    if (s[r->pawn_from[them][target][k]] == PIECE(them, PAWN)) {
-                        b->ep = (int8_t)target;
-                        h ^= r->z_ep[target];
-                        break;
-                    }
+                ep_target = (from + to) / 2; /* recorded below if a legal capture exists */
             }
         } else if (TYPE(p) == KING) {
             b->king[us] = (int8_t)to;
@@ -551,10 +594,17 @@ static void make_move(const RulesObject *r, Board *b, uint32_t m) {
     b->castling &= r->castle_keep[from] & r->castle_keep[to];
     h ^= r->z_castle[b->castling];
     h ^= r->z_side;
-    if (us == BLACK) b->fullmove++;
+    if (us == BLACK) b->fullmove += b->fullmove < MAX_COUNTER;
     b->side = (uint8_t)them;
     b->last_move = m;
     b->hash = h;
+    /* The en-passant target is part of the position only when a legal capture
+     * onto it exists (FIDE 9.2.3 for repetitions; FEN as python-chess writes it),
+     * so positions that differ only by an unusable target hash alike. */
+    if (ep_target >= 0 && ep_capture_legal(r, b, ep_target)) {
+        b->ep = (int8_t)ep_target;
+        b->hash ^= r->z_ep[ep_target];
+    }
 }
 
 /* Legal moves.  With king capture every pseudo-legal move is legal; with
@@ -642,6 +692,10 @@ typedef struct {
 
 static int game_reserve(Game *g, int need) {
     if (need <= g->cap) return 0;
+    if (need > INT32_MAX / 2 / (int)sizeof(Board)) {
+        PyErr_NoMemory();
+        return -1;
+    }
     int cap = g->cap ? g->cap : 64;
     while (cap < need) cap *= 2;
     Board *h = PyMem_Realloc(g->hist, (size_t)cap * sizeof(Board));
@@ -676,7 +730,7 @@ static int game_push(const RulesObject *r, Game *g, uint32_t m) {
     nb->reps = 1;
     for (int k = g->ply - 2; k >= 0 && k >= g->ply - nb->halfmove; k -= 2)
         if (g->hist[k].hash == nb->hash) {
-            nb->reps = (uint8_t)(g->hist[k].reps + 1);
+            nb->reps = (uint8_t)(g->hist[k].reps + (g->hist[k].reps < UINT8_MAX));
             break;
         }
     game_invalidate(g);
@@ -750,6 +804,13 @@ static ObsLayout obs_layout(const RulesObject *r, int history, int last_move) {
     return L;
 }
 
+/* history must be 1..MAX_HISTORY; sets ValueError and returns -1 otherwise. */
+static int check_history(int history) {
+    if (history >= 1 && history <= MAX_HISTORY) return 0;
+    PyErr_Format(PyExc_ValueError, "history must be >= 1 and at most %d, got %d", MAX_HISTORY, history);
+    return -1;
+}
+
 static void fill_plane(float *out, int nsq, int C, int c, float v) {
     for (int s = 0; s < nsq; s++) out[s * C + c] = v;
 }
@@ -765,8 +826,10 @@ static void write_observation(const RulesObject *r, const Game *g, const ObsLayo
         for (int s = 0; s < nsq; s++) {
             int p = hb->sq[s];
             if (!p) continue;
+            int plane = r->piece_plane[TYPE(p)];
+            if (plane < 0) continue; /* not one of the variant's types (set_board refuses them) */
             int ps = us == BLACK ? r->flip[s] : s;
-            out[ps * C + base + (COLOR(p) == us ? 0 : np) + r->piece_plane[TYPE(p)]] = 1.0f;
+            out[ps * C + base + (COLOR(p) == us ? 0 : np) + plane] = 1.0f;
         }
         if (hb->reps >= 2) fill_plane(out, nsq, C, base + 2 * np, 1.0f);
         if (hb->reps >= 3) fill_plane(out, nsq, C, base + 2 * np + 1, 1.0f);
@@ -850,42 +913,60 @@ static void Position_dealloc(PositionObject *self) {
 
 static inline Board *cur(PositionObject *self) { return &self->g.hist[self->g.ply]; }
 
-/* set_board(pieces, turn, castling, ep, halfmove, fullmove): new root, history cleared. */
+/* set_board(pieces, turn, castling, ep, halfmove, fullmove): new root, history cleared.
+ * Checks what the engine relies on, not the rules of play (engine.py's set_fen
+ * does that): piece codes of the variant's types, counters in range.  Castling
+ * bits of options the variant lacks are dropped; the en-passant square is kept
+ * only if a legal capture onto it exists (see make_move).  On error the
+ * position is unchanged. */
 static PyObject *Position_set_board(PositionObject *self, PyObject *args) {
     CHECK_READY(self);
     Py_buffer pieces;
-    int turn, castling, ep, halfmove, fullmove;
-    if (!PyArg_ParseTuple(args, "y*iiiii", &pieces, &turn, &castling, &ep, &halfmove, &fullmove))
+    int turn, castling, ep;
+    long long halfmove, fullmove;
+    if (!PyArg_ParseTuple(args, "y*iiiLL", &pieces, &turn, &castling, &ep, &halfmove, &fullmove))
         return NULL;
     const RulesObject *r = self->rules;
     if (pieces.len != r->nsq) {
         PyBuffer_Release(&pieces);
         return PyErr_Format(PyExc_ValueError, "expected %d squares, got %zd", r->nsq, pieces.len);
     }
-    Board *b = &self->g.hist[0];
+    if (halfmove < 0 || halfmove > MAX_COUNTER || fullmove < 1 || fullmove > MAX_COUNTER) {
+        PyBuffer_Release(&pieces);
+        return PyErr_Format(PyExc_ValueError, "halfmove clock %lld or fullmove number %lld outside 0..%d and 1..%d",
+                            halfmove, fullmove, MAX_COUNTER, MAX_COUNTER);
+    }
+    Board nb, *b = &nb;
     memset(b, 0, sizeof *b);
     b->king[0] = b->king[1] = -1;
     for (int s = 0; s < r->nsq; s++) {
         int p = ((const uint8_t *)pieces.buf)[s];
-        if (p && (TYPE(p) < PAWN || TYPE(p) > KING || p > 15)) {
+        if (p && (p > 15 || TYPE(p) < PAWN || TYPE(p) > KING || r->piece_plane[TYPE(p)] < 0)) {
             PyBuffer_Release(&pieces);
-            return PyErr_Format(PyExc_ValueError, "bad piece code %d on square %d", p, s);
+            return PyErr_Format(PyExc_ValueError, "bad piece code %d on square %d (not a piece of this variant)", p, s);
         }
         b->sq[s] = (int8_t)p;
         if (TYPE(p) == KING) b->king[COLOR(p)] = (int8_t)s;
         if (p) b->hash ^= r->z_piece[p][s];
     }
     PyBuffer_Release(&pieces);
+    uint8_t options = 0;
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < r->ncastle[c]; k++) options |= r->castle[c][k].right;
     b->side = (uint8_t)(turn ? BLACK : WHITE);
-    b->castling = (uint8_t)(castling & 15);
-    b->ep = (int8_t)(ep >= 0 && ep < r->nsq ? ep : -1);
-    b->halfmove = (int16_t)halfmove;
-    b->fullmove = fullmove;
+    b->castling = (uint8_t)(castling & options);
+    b->ep = -1;
+    b->halfmove = (int32_t)halfmove;
+    b->fullmove = (int32_t)fullmove;
     b->reps = 1;
     b->last_move = 0;
     b->hash ^= r->z_castle[b->castling];
-    if (b->ep >= 0) b->hash ^= r->z_ep[b->ep];
     if (b->side == BLACK) b->hash ^= r->z_side;
+    if (r->en_passant && ep_capture_legal(r, b, ep)) {
+        b->ep = (int8_t)ep;
+        b->hash ^= r->z_ep[ep];
+    }
+    self->g.hist[0] = nb;
     self->g.ply = 0;
     game_invalidate(&self->g);
     Py_RETURN_NONE;
@@ -973,6 +1054,7 @@ static PyObject *Position_observation_channels(PositionObject *self, PyObject *a
     int history, last_move;
     CHECK_READY(self);
     if (!PyArg_ParseTuple(args, "ip", &history, &last_move)) return NULL;
+    if (check_history(history) < 0) return NULL;
     ObsLayout L = obs_layout(self->rules, history, last_move);
     return PyLong_FromLong(L.channels);
 }
@@ -984,7 +1066,7 @@ static PyObject *Position_write_observation(PositionObject *self, PyObject *args
     int history, last_move, perspective = -1;
     CHECK_READY(self);
     if (!PyArg_ParseTuple(args, "Oip|i", &obj, &history, &last_move, &perspective)) return NULL;
-    if (history < 1) return PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
+    if (check_history(history) < 0) return NULL;
     if (perspective < -1 || perspective > 1)
         return PyErr_Format(PyExc_ValueError, "perspective must be 0 (White), 1 (Black) or -1, got %d", perspective);
     ObsLayout L = obs_layout(self->rules, history, last_move);
@@ -1408,7 +1490,7 @@ static PyObject *core_write_batch(PyObject *module, PyObject *args) {
     PyObject *positions, *o_obs, *o_masks, *o_persp;
     int history, last_move;
     if (!PyArg_ParseTuple(args, "OOOOip", &positions, &o_obs, &o_masks, &o_persp, &history, &last_move)) return NULL;
-    if (history < 1) return PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
+    if (check_history(history) < 0) return NULL;
     PyObject *seq = PySequence_Fast(positions, "positions must be a sequence of Position");
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1449,6 +1531,11 @@ static PyObject *core_write_batch(PyObject *module, PyObject *args) {
             break;
         }
         int p = ((const int8_t *)persp.buf)[i];
+        if (p < -1 || p > 1) {
+            PyErr_Format(PyExc_ValueError, "perspective %d of game %zd is not 0 (White), 1 (Black) or -1", p, i);
+            result = NULL;
+            break;
+        }
         write_observation(r0, &pos->g, &L, p < 0 ? pos->g.hist[pos->g.ply].side : p, (float *)obs.buf + i * per_obs);
         game_ensure_legal(r0, &pos->g);
         uint8_t *m = (uint8_t *)masks.buf + i * r0->naction;
@@ -1516,5 +1603,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     PyModule_AddIntConstant(m, "FLAG_DOUBLE_STEP", F_DOUBLE);
     PyModule_AddIntConstant(m, "FLAG_EN_PASSANT", F_EP);
     PyModule_AddIntConstant(m, "FLAG_CASTLING", F_CASTLE);
+    PyModule_AddIntConstant(m, "MAX_HISTORY", MAX_HISTORY);
+    PyModule_AddIntConstant(m, "MAX_COUNTER", MAX_COUNTER);
     return m;
 }

@@ -232,10 +232,7 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
         PyErr_Format(PyExc_ValueError, "num_trees must be >= 1, got %d", num_trees);
         return -1;
     }
-    if (history < 1) {
-        PyErr_Format(PyExc_ValueError, "history must be >= 1, got %d", history);
-        return -1;
-    }
+    if (check_history(history) < 0) return -1;
     if (s->trees) {
         PyErr_SetString(PyExc_RuntimeError, "Search is already initialised");
         return -1;
@@ -343,7 +340,8 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
         goto done;
     }
     if ((Py_ssize_t)s->num_trees * k > capacity) {
-        PyErr_Format(PyExc_ValueError, "buffers hold %zd leaves, select may need %d", capacity, s->num_trees * k);
+        PyErr_Format(PyExc_ValueError, "buffers hold %zd leaves, select may need %zd", capacity,
+                     (Py_ssize_t)s->num_trees * k);
         goto done;
     }
     int n = 0;

@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -169,6 +170,16 @@ def cmd_serve(args) -> int:
 AGENT_FORMS = "random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfish[:NODES], perfect (3x3)"
 
 
+def _depth(text: str) -> int:
+    try:
+        depth = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"depth must be an integer, not {text!r}") from None
+    if not 0 <= depth <= 64:
+        raise argparse.ArgumentTypeError(f"depth {depth} is outside 0..64")
+    return depth
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minichess", description="Small-board chess: rules, perft and demos.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -180,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=cmd_show)
     p = sub.add_parser("perft", help="count the leaves of the legal-move tree")
     p.add_argument("variant")
-    p.add_argument("depth", type=int)
+    p.add_argument("depth", type=_depth)
     p.add_argument("--fen", help="position (default: the variant's start)")
     p.add_argument("--divide", action="store_true", help="print the count below each legal move")
     p.set_defaults(run=cmd_perft)
@@ -227,10 +238,19 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=cmd_serve)
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
-    except (FenError, ValueError) as exc:  # bad input: one clear line, no traceback
+        status = args.run(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below and not at exit
+        return status
+    except BrokenPipeError:
+        # The reader stopped early (`minichess ... | head -1`): stop quietly, and
+        # point stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (FenError, ValueError, OverflowError, OSError) as exc:  # bad input: one clear line, no traceback
         print(f"minichess: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import functools
 
 import numpy as np
 
+from minichess_envs import _core
 from minichess_envs.engine import PIECE_SYMBOLS, Position
 from minichess_envs.variants import Variant, get_variant
 
@@ -114,7 +115,7 @@ class ActionEncoding:
 class ObservationEncoding:
     """Observation planes of one variant.
 
-    :param history: positions shown, the current one first (AlphaZero used 8).
+    :param history: positions shown, the current one first (AlphaZero used 8), at most 1024.
     :param last_move: add two planes marking the last move's from- and to-square
         (AlphaZero for Gomoku and Connect Four found them useful).
 
@@ -134,8 +135,8 @@ class ObservationEncoding:
 
     def __post_init__(self):
         object.__setattr__(self, "variant", get_variant(self.variant))
-        if not isinstance(self.history, int) or self.history < 1:
-            raise ValueError(f"history must be an integer >= 1, got {self.history!r}")
+        if not isinstance(self.history, int) or not 1 <= self.history <= _core.MAX_HISTORY:
+            raise ValueError(f"history must be an integer >= 1 and at most {_core.MAX_HISTORY}, got {self.history!r}")
 
     @functools.cached_property
     def num_channels(self) -> int:

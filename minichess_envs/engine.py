@@ -203,6 +203,81 @@ def _castling_letters(variant: Variant) -> list[tuple[int, str, object]]:
     return sorted(letters, key=lambda entry: "KQkq".index(entry[1]))
 
 
+_ASCII_DIGITS = frozenset("0123456789")
+MAX_COUNTER = _core.MAX_COUNTER  # 2**31 - 1: the largest halfmove clock and fullmove number
+
+
+def _counter(fen: str, name: str, text: str, low: int) -> int:
+    """A FEN move counter: ASCII digits, ``low <= value <= MAX_COUNTER``."""
+    if text.startswith("-") and set(text[1:]) <= _ASCII_DIGITS and len(text) > 1:
+        raise FenError(f"bad FEN {fen!r}: {name} {text}: move counters must not be negative")
+    if not set(text) <= _ASCII_DIGITS:
+        raise FenError(f"bad FEN {fen!r}: {name} {text!r}: move counters must be integers in digits 0-9")
+    if len(text) > 10 or not low <= int(text) <= MAX_COUNTER:
+        raise FenError(f"bad FEN {fen!r}: {name} {text} is outside {low}..{MAX_COUNTER}")
+    return int(text)
+
+
+@functools.lru_cache(maxsize=None)
+def _start_counts(variant: Variant) -> dict[int, int]:
+    """Piece code -> how many of it the start position has."""
+    counts: dict[int, int] = {}
+    for ch in variant.start_fen.split()[0]:
+        if ch.isalpha():
+            code = PIECE_SYMBOLS.index(ch.lower()) | (8 if ch.islower() else 0)
+            counts[code] = counts.get(code, 0) + 1
+    return counts
+
+
+@functools.lru_cache(maxsize=None)
+def _start_back_rank_pawns(variant: Variant) -> tuple[bool, bool]:
+    """Does the start position have a White pawn on rank 1, a Black pawn on the last rank?"""
+    rows = variant.start_fen.split()[0].split("/")
+    return "P" in rows[-1], "p" in rows[0]
+
+
+def rule_problems(variant: Variant, board: bytes) -> list[str]:
+    """What makes a board (piece codes by square) impossible under the variant's rules.
+
+    Checked from the variant's table row: each colour has one king (with king
+    capture, a game may have ended with one taken); no pawn stands on its
+    promotion rank (promotion is compulsory) or on its own back rank (pawns
+    never move backwards) unless the start position puts one there; in a
+    variant without promotion (no pawns, or no promotion pieces) no piece is
+    ever created, so no colour has more of a piece type than its start position
+    (3x3: one queen and one rook at most). With promotion, material is not
+    counted against the pawns that could have promoted: python-chess and
+    Fairy-Stockfish accept such positions, and composed positions and
+    tablebases over chosen armies use them.
+    """
+    v, W, H = variant, variant.width, variant.height
+    problems = []
+    kings = [board.count(KING), board.count(KING | 8)]
+    for colour, n in enumerate(kings):
+        if n > 1 or (n == 0 and (v.win_rule == "checkmate" or kings[colour ^ 1] == 0)):
+            problems.append(f"{COLOR_NAMES[colour]} has {n} kings, expected 1")
+    back_rank_ok = _start_back_rank_pawns(v)
+    for colour in (WHITE, BLACK):
+        pawn = PAWN | 8 * colour
+        last, first = (H - 1, 0) if colour == WHITE else (0, H - 1)
+        for f in range(W):
+            if board[last * W + f] == pawn:
+                problems.append(f"{COLOR_NAMES[colour]} pawn on {FILES[f]}{last + 1}, its promotion rank "
+                                "(promotion is compulsory)")
+            elif board[first * W + f] == pawn and not back_rank_ok[colour]:
+                problems.append(f"{COLOR_NAMES[colour]} pawn on {FILES[f]}{first + 1}, its own back rank "
+                                "(pawns never move backwards)")
+    if not ("P" in v.pieces.upper() and v.promotion):
+        start = _start_counts(v)
+        for code in sorted(set(board) - {0, KING, KING | 8}):
+            n, most = board.count(code), start.get(code, 0)
+            if n > most:
+                problems.append(f"{COLOR_NAMES[code >> 3]} has {n} of piece {PIECE_SYMBOLS[code & 7].upper()}, "
+                                f"more than the {most} of the start position ({v.name} has no promotion, "
+                                "so no piece is ever created)")
+    return problems
+
+
 class Position(_core.Position):
     """A game position with its move history.
 
@@ -231,7 +306,11 @@ class Position(_core.Position):
         """Set up a position from FEN, clearing the move history.
 
         Raises :class:`FenError` naming the problem if the FEN is malformed or
-        the position is not legal in this variant.
+        the position is not legal in this variant (see :func:`rule_problems`).
+        Counters: halfmove clock ``0..2**31-1``, fullmove number ``1..2**31-1``,
+        in ASCII digits. The en-passant field must follow a double step; it is
+        kept (and written back by :meth:`fen`) only when a legal en-passant
+        capture exists, as python-chess does.
         """
         v: Variant = self.variant
         W, H = v.width, v.height
@@ -251,13 +330,13 @@ class Position(_core.Position):
             rank, file, j = H - 1 - i, 0, 0
             while j < len(row):
                 ch = row[j]
-                if ch.isdigit():
+                if ch in _ASCII_DIGITS:
                     k = j
-                    while j < len(row) and row[j].isdigit():
+                    while j < len(row) and row[j] in _ASCII_DIGITS:
                         j += 1
                     file += int(row[k:j])
                     continue
-                if ch.lower() not in "pnbrqk":
+                if ch not in "pnbrqkPNBRQK":
                     raise FenError(f"bad FEN {fen!r}: unknown piece {ch!r} on rank {rank + 1}")
                 if ch.upper() not in allowed:
                     raise FenError(f"bad FEN {fen!r}: piece {ch!r} is not used in {v.name} (pieces: {v.pieces})")
@@ -270,19 +349,14 @@ class Position(_core.Position):
         if side not in ("w", "b"):
             raise FenError(f"bad FEN {fen!r}: side to move must be 'w' or 'b', not {side!r}")
         turn = WHITE if side == "w" else BLACK
-        kings = [board.count(KING), board.count(KING | 8)]
-        for colour, n in enumerate(kings):
-            # With king capture, a game ends with one king taken: that position is legal (and over).
-            if n > 1 or (n == 0 and (v.win_rule == "checkmate" or kings[colour ^ 1] == 0)):
-                raise FenError(f"bad FEN {fen!r}: {COLOR_NAMES[colour]} has {n} kings, expected 1")
-        for colour, pawn, last in ((WHITE, PAWN, H - 1), (BLACK, PAWN | 8, 0)):
-            for f in range(W):
-                if board[last * W + f] == pawn:
-                    raise FenError(f"bad FEN {fen!r}: {COLOR_NAMES[colour]} pawn on {FILES[f]}{last + 1}, "
-                                   "its promotion rank")
+        problems = rule_problems(v, bytes(board))
+        if problems:
+            raise FenError(f"bad FEN {fen!r}: {problems[0]}")
         rights = 0
         if castling != "-":
             letters = {letter: (bit, c) for bit, letter, c in _castling_letters(v)}
+            if len(set(castling)) != len(castling):
+                raise FenError(f"bad FEN {fen!r}: castling field {castling!r} repeats a right")
             for ch in castling:
                 if ch not in letters:
                     raise FenError(f"bad FEN {fen!r}: castling right {ch!r} does not exist in {v.name}")
@@ -308,15 +382,10 @@ class Position(_core.Position):
             pawn = PAWN | (8 if turn == WHITE else 0)
             if ep_rank != want_rank or board[ep_square] or board[pawn_rank * W + ep_file] != pawn:
                 raise FenError(f"bad FEN {fen!r}: en-passant square {ep} does not follow a double step")
-        try:
-            half, full = int(halfmove), int(fullmove)
-        except ValueError:
-            raise FenError(f"bad FEN {fen!r}: move counters must be integers") from None
-        if half < 0 or full < 0:
-            raise FenError(f"bad FEN {fen!r}: move counters must not be negative")
-        if ep_square >= 0 and not self._ep_capturable(board, ep_square, turn):
-            ep_square = -1  # no pawn can take: not part of the position (as in Stockfish)
-        fields = (bytes(board), turn, rights, ep_square, half, max(full, 1))
+        half = _counter(fen, "halfmove clock", halfmove, 0)
+        full = _counter(fen, "fullmove number", fullmove, 1)
+        # The C core keeps the en-passant square only if a legal capture onto it exists.
+        fields = (bytes(board), turn, rights, ep_square, half, full)
         if v.win_rule == "checkmate":
             scratch = _core.Position(v.rules)  # check first: a bad FEN must not clobber this position
             scratch.set_board(*fields)
@@ -324,14 +393,6 @@ class Position(_core.Position):
             if scratch.is_attacked_square(board.index(KING | 8 * them), turn):
                 raise FenError(f"bad FEN {fen!r}: the side not to move ({COLOR_NAMES[them]}) is in check")
         self.set_board(*fields)
-
-    def _ep_capturable(self, board: bytearray, ep_square: int, turn: int) -> bool:
-        W = self.variant.width
-        rank, file = divmod(ep_square, W)
-        pawn_rank = rank - 1 if turn == WHITE else rank + 1
-        return any(
-            0 <= file + df < W and board[pawn_rank * W + file + df] == PAWN | 8 * turn for df in (-1, 1)
-        )
 
     def fen(self, ply: int = -1) -> str:
         """FEN of the current position (or of the position at ``ply`` in the history)."""
