@@ -209,9 +209,9 @@ MAX_COUNTER = _core.MAX_COUNTER  # 2**31 - 1: the largest halfmove clock and ful
 
 def _counter(fen: str, name: str, text: str, low: int) -> int:
     """A FEN move counter: ASCII digits, ``low <= value <= MAX_COUNTER``."""
-    if text.startswith("-") and set(text[1:]) <= _ASCII_DIGITS and len(text) > 1:
-        raise FenError(f"bad FEN {fen!r}: {name} {text}: move counters must not be negative")
-    if not set(text) <= _ASCII_DIGITS:
+    if not (text.isascii() and text.isdigit()):
+        if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
+            raise FenError(f"bad FEN {fen!r}: {name} {text}: move counters must not be negative")
         raise FenError(f"bad FEN {fen!r}: {name} {text!r}: move counters must be integers in digits 0-9")
     if len(text) > 10 or not low <= int(text) <= MAX_COUNTER:
         raise FenError(f"bad FEN {fen!r}: {name} {text} is outside {low}..{MAX_COUNTER}")
@@ -219,21 +219,18 @@ def _counter(fen: str, name: str, text: str, low: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _start_counts(variant: Variant) -> dict[int, int]:
-    """Piece code -> how many of it the start position has."""
-    counts: dict[int, int] = {}
-    for ch in variant.start_fen.split()[0]:
-        if ch.isalpha():
-            code = PIECE_SYMBOLS.index(ch.lower()) | (8 if ch.islower() else 0)
-            counts[code] = counts.get(code, 0) + 1
-    return counts
-
-
-@functools.lru_cache(maxsize=None)
-def _start_back_rank_pawns(variant: Variant) -> tuple[bool, bool]:
-    """Does the start position have a White pawn on rank 1, a Black pawn on the last rank?"""
-    rows = variant.start_fen.split()[0].split("/")
-    return "P" in rows[-1], "p" in rows[0]
+def _start_facts(start_fen: str, capped: bool) -> tuple[bool, bool, dict[int, int] | None]:
+    """From a start FEN: is there a White pawn on rank 1, a Black pawn on the last rank,
+    and (if ``capped``) how many of each piece code there are."""
+    rows = start_fen.split()[0].split("/")
+    counts = None
+    if capped:
+        counts = {}
+        for ch in "".join(rows):
+            if ch.isalpha():
+                code = PIECE_SYMBOLS.index(ch.lower()) | (8 if ch.islower() else 0)
+                counts[code] = counts.get(code, 0) + 1
+    return "P" in rows[-1], "p" in rows[0], counts
 
 
 def rule_problems(variant: Variant, board: bytes) -> list[str]:
@@ -251,24 +248,24 @@ def rule_problems(variant: Variant, board: bytes) -> list[str]:
     tablebases over chosen armies use them.
     """
     v, W, H = variant, variant.width, variant.height
+    capped = not v.promotion or "P" not in v.pieces.upper()
+    white_back_ok, black_back_ok, start = _start_facts(v.start_fen, capped)
     problems = []
     kings = [board.count(KING), board.count(KING | 8)]
     for colour, n in enumerate(kings):
         if n > 1 or (n == 0 and (v.win_rule == "checkmate" or kings[colour ^ 1] == 0)):
             problems.append(f"{COLOR_NAMES[colour]} has {n} kings, expected 1")
-    back_rank_ok = _start_back_rank_pawns(v)
-    for colour in (WHITE, BLACK):
-        pawn = PAWN | 8 * colour
-        last, first = (H - 1, 0) if colour == WHITE else (0, H - 1)
-        for f in range(W):
-            if board[last * W + f] == pawn:
-                problems.append(f"{COLOR_NAMES[colour]} pawn on {FILES[f]}{last + 1}, its promotion rank "
-                                "(promotion is compulsory)")
-            elif board[first * W + f] == pawn and not back_rank_ok[colour]:
-                problems.append(f"{COLOR_NAMES[colour]} pawn on {FILES[f]}{first + 1}, its own back rank "
-                                "(pawns never move backwards)")
-    if not ("P" in v.pieces.upper() and v.promotion):
-        start = _start_counts(v)
+    first, last = board[:W], board[(H - 1) * W:]
+    for colour, pawn, promotion_rank, back_rank, back_ok in (
+        (WHITE, PAWN, last, first, white_back_ok), (BLACK, PAWN | 8, first, last, black_back_ok)
+    ):
+        if pawn in promotion_rank:
+            square = f"{FILES[promotion_rank.index(pawn)]}{H if colour == WHITE else 1}"
+            problems.append(f"{COLOR_NAMES[colour]} pawn on {square}, its promotion rank (promotion is compulsory)")
+        elif pawn in back_rank and not back_ok:
+            square = f"{FILES[back_rank.index(pawn)]}{1 if colour == WHITE else H}"
+            problems.append(f"{COLOR_NAMES[colour]} pawn on {square}, its own back rank (pawns never move backwards)")
+    if start is not None:
         for code in sorted(set(board) - {0, KING, KING | 8}):
             n, most = board.count(code), start.get(code, 0)
             if n > most:
