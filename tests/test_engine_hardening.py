@@ -66,6 +66,10 @@ def test_a_piece_type_the_variant_does_not_use_is_refused_by_the_core():
     board[0], board[8], board[4] = KING, KING | 8, 3  # a bishop
     with pytest.raises(ValueError, match="not a piece of this variant"):
         pos.set_board(bytes(board), 0, 0, -1, 0, 1)
+    board[4] = KING  # the engine tracks one king square per colour
+    with pytest.raises(ValueError, match="a second white king"):
+        pos.set_board(bytes(board), 0, 0, -1, 0, 1)
+    board[4] = 3
     # the same bytes reach the core from a tablebase file (pieces array, checksum in the same file)
     from minichess_envs.tablebase import Tablebase
 

@@ -1,24 +1,45 @@
 /*
- * _search.c -- batched Monte Carlo tree search (AlphaZero's PUCT) over the engine.
+ * search.c -- batched Monte Carlo tree search (AlphaZero's PUCT) over the engine.
  *
- * Included by _core.c (not compiled on its own) so that it uses the engine's
- * static functions directly. Python drives it (agents/alphazero/mcts.py):
+ * The `Search` type of the _core module: many trees searched together, so that
+ * one network call evaluates a leaf of every tree.  It plays moves with the
+ * engine API (engine.h) on a private copy of each root's game.  Python drives
+ * it (agents/alphazero/mcts.py, run_search):
  *
- *     search.set_root(i, position)             for every tree i
+ *     search = Search(rules, num_trees, c_puct=1.25, discount=0.99, virtual_loss=1.0, fpu=0.0,
+ *                     ply_limit=2**30, history=1, last_move=False)
+ *     search.set_root(i, position)                  for every tree i (copies its history)
  *     while search.min_visits() < simulations:
- *         n = search.select(k, obs, masks, keys)  up to k new leaves per tree
- *         priors, values = network(obs[:n], masks[:n])
- *         search.backup(priors, values)
- *     search.root_visits(counts)
+ *         n = search.select(k, simulations, obs, masks, keys)
+ *             # up to k simulations in every rooted tree with fewer than `simulations`
+ *             # visits; the n leaves that need the network are written to obs[:n]
+ *             # (float32 (N, H, W, C)), masks[:n] (int8 (N, A)), keys[:n] (uint64,
+ *             # a hash of the observation for the caller's cache)
+ *         priors, values = network(obs[:n], masks[:n])   # values for the side to move
+ *         search.backup(priors, values)             # float32 (n, A) and (n,); exactly once per select
+ *         search.mix_root_noise(noise, epsilon)     # optional, once the roots are expanded:
+ *                                                   # P <- (1 - eps) P + eps noise[i, action]
+ *     search.root_stats(visits, q)                  # float32 (num_trees, A) each
  *
- * Selection follows PUCT, Q + c * P * sqrt(N_parent) / (1 + N), with virtual
- * loss so that several leaves of one tree can wait for the same network call.
- * Leaves where the game is over (mate, stalemate, draw rules, ply limit) get
- * their exact value and are backed up at once. Values are backed up negamax
- * style with a per-ply discount (value of a position = -discount * value of
- * the position after the chosen move), so a mate in 1 is worth more than a
- * mate in 3 and a loss later is better than a loss now.
+ * visits(i), min_visits(), clear(i) (tree i leaves the search) and the
+ * `pending` count (leaves waiting for backup) complete it; set_root and clear
+ * are refused between select and backup.
+ *
+ * Selection follows PUCT, Q + c * P * sqrt(N_parent) / (1 + N), with unvisited
+ * children valued at fpu and virtual loss so that several leaves of one tree
+ * can wait for the same network call; a simulation that reaches a leaf already
+ * waiting is undone and ends that tree's share of the round.  Priors are
+ * renormalised over the legal moves (uniform if they sum to 0).  Leaves where
+ * the game is over (mate, stalemate, draw rules, ply limit) get their exact
+ * value and are backed up at once.  Values are backed up negamax style with a
+ * per-ply discount (value of a position = -discount * value of the position
+ * after the chosen move), so a mate in 1 is worth more than a mate in 3 and a
+ * loss later is better than a loss now.
  */
+#include "core.h"
+
+#include <math.h>
+#include <string.h>
 
 typedef struct {
     int32_t parent;      /* -1 for the root */
@@ -58,7 +79,6 @@ typedef struct {
     int num_leaves, cap_leaves;
 } SearchObject;
 
-static PyTypeObject SearchType;
 
 static int tree_add_nodes(Tree *t, int n) {
     if (t->num_nodes + n > t->cap_nodes) {
@@ -85,7 +105,7 @@ static float terminal_value(const Game *g) {
 }
 
 /* A 64-bit key of everything the observation shows, for the network's cache. */
-static uint64_t observation_key(const RulesObject *r, const Game *g, const ObsLayout *L) {
+static uint64_t observation_key(const Rules *r, const Game *g, const ObsLayout *L) {
     const Board *b = &g->hist[g->ply];
     uint64_t clock = r->no_progress ? (uint64_t)(b->halfmove < r->no_progress ? b->halfmove : r->no_progress) : 0;
     uint64_t key = 0x9E3779B97F4A7C15ULL ^ clock * 0xD6E8FEB86659FD93ULL;
@@ -111,7 +131,7 @@ static void backup_path(SearchObject *s, Tree *t, int32_t node, float value, flo
 
 /* Expand the current position of t->game under `node`: one child per legal move. */
 static int expand(SearchObject *s, Tree *t, int32_t node) {
-    const RulesObject *r = s->rules;
+    const Rules *r = &s->rules->r;
     Game *g = &t->game;
     game_ensure_legal(r, g);
     int first = tree_add_nodes(t, g->nlegal);
@@ -158,7 +178,7 @@ static int32_t select_child(const SearchObject *s, const Tree *t, const Node *nd
  * a terminal node (backed up at once), 2 if it ran into a leaf that another
  * simulation of this round is already waiting for (undone), -1 on error. */
 static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t *key) {
-    const RulesObject *r = s->rules;
+    const Rules *r = &s->rules->r;
     Tree *t = &s->trees[i];
     Game *g = &t->game;
     g->ply = t->root_ply;
@@ -170,7 +190,10 @@ static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t 
         Node *c = &t->nodes[child];
         c->visits += 1;
         c->value_sum -= s->virtual_loss;
-        if (game_push(r, g, c->move) < 0) return -1;
+        if (game_push(r, g, c->move) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
         node = child;
     }
     Node *leaf = &t->nodes[node];
@@ -245,7 +268,7 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     s->virtual_loss = virtual_loss;
     s->fpu = fpu;
     s->ply_limit = ply_limit;
-    s->layout = obs_layout(s->rules, history, last_move);
+    s->layout = obs_layout(&s->rules->r, history, last_move);
     s->trees = PyMem_Calloc((size_t)num_trees, sizeof(Tree));
     if (!s->trees) {
         PyErr_NoMemory();
@@ -257,7 +280,7 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
 static void Search_dealloc(SearchObject *s) {
     for (int i = 0; s->trees && i < s->num_trees; i++) {
         PyMem_Free(s->trees[i].nodes);
-        PyMem_Free(s->trees[i].game.hist);
+        game_free(&s->trees[i].game);
     }
     PyMem_Free(s->trees);
     PyMem_Free(s->leaves);
@@ -293,7 +316,7 @@ static PyObject *Search_set_root(SearchObject *s, PyObject *args) {
     Tree *t = &s->trees[i];
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "set_root between select and backup");
     int n = pos->g.ply + 1;
-    if (game_reserve(&t->game, n + 64) < 0) return NULL;
+    if (game_reserve(&t->game, n + 64) < 0) return PyErr_NoMemory();
     memcpy(t->game.hist, pos->g.hist, (size_t)n * sizeof(Board));
     t->game.ply = t->root_ply = pos->g.ply;
     game_invalidate(&t->game);
@@ -318,7 +341,7 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "iiOOO", &k, &limit, &o_obs, &o_masks, &o_keys)) return NULL;
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "select called twice without backup");
-    const RulesObject *r = s->rules;
+    const Rules *r = &s->rules->r;
     Py_ssize_t per_obs = (Py_ssize_t)r->nsq * s->layout.channels;
     Py_buffer obs, masks, keys;
     if (PyObject_GetBuffer(o_obs, &obs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
@@ -371,7 +394,7 @@ static PyObject *Search_backup(SearchObject *s, PyObject *args) {
     PyObject *o_priors, *o_values;
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "OO", &o_priors, &o_values)) return NULL;
-    const RulesObject *r = s->rules;
+    const Rules *r = &s->rules->r;
     int n = s->num_leaves;
     Py_buffer priors, values;
     if (get_array(o_priors, &priors, 4, (Py_ssize_t)n * r->naction, 0, "priors") < 0) return NULL;
@@ -405,11 +428,11 @@ static PyObject *Search_mix_root_noise(SearchObject *s, PyObject *args) {
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "Of", &o_noise, &eps)) return NULL;
     Py_buffer noise;
-    if (get_array(o_noise, &noise, 4, (Py_ssize_t)s->num_trees * s->rules->naction, 0, "noise") < 0) return NULL;
+    if (get_array(o_noise, &noise, 4, (Py_ssize_t)s->num_trees * s->rules->r.naction, 0, "noise") < 0) return NULL;
     for (int i = 0; i < s->num_trees; i++) {
         Tree *t = &s->trees[i];
         if (!t->has_root || t->nodes[0].first_child < 0) continue;
-        const float *z = (const float *)noise.buf + (Py_ssize_t)i * s->rules->naction;
+        const float *z = (const float *)noise.buf + (Py_ssize_t)i * s->rules->r.naction;
         for (int c = 0; c < t->nodes[0].num_children; c++) {
             Node *child = &t->nodes[t->nodes[0].first_child + c];
             child->prior = (1.0f - eps) * child->prior + eps * z[child->action];
@@ -425,7 +448,7 @@ static PyObject *Search_root_stats(SearchObject *s, PyObject *args) {
     PyObject *o_visits, *o_q;
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "OO", &o_visits, &o_q)) return NULL;
-    Py_ssize_t A = s->rules->naction;
+    Py_ssize_t A = s->rules->r.naction;
     Py_buffer visits, q;
     if (get_array(o_visits, &visits, 4, s->num_trees * A, 1, "visits (float32)") < 0) return NULL;
     if (get_array(o_q, &q, 4, s->num_trees * A, 1, "q (float32)") < 0) {
@@ -502,10 +525,10 @@ static PyMethodDef Search_methods[] = {
     {"clear", (PyCFunction)Search_clear, METH_O, "clear(i): tree i takes no part in select"},
     {NULL}};
 
-static PyTypeObject SearchType = {
+PyTypeObject SearchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "minichess_envs._core.Search",
-    .tp_doc = "Batched PUCT tree search over many games (see _search.c).",
+    .tp_doc = "Batched PUCT tree search over many games (see csrc/search.c).",
     .tp_basicsize = sizeof(SearchObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
