@@ -49,11 +49,14 @@ def play(rng: random.Random, pos: Position, plies: int) -> None:
         if pos.is_game_over() or not pos.legal_actions():
             return
         for bad in (rng.randrange(-5, n + 5), rng.randrange(2**32)):
-            try:
+            try:  # almost never legal; when it is, it is played
                 pos.push_action(bad) if bad < 2**31 else pos.push_code(bad)
             except ValueError:
                 pass
-        pos.push_action(rng.choice(pos.legal_actions()))
+        actions = pos.legal_actions()
+        if pos.is_game_over() or not actions:
+            return
+        pos.push_action(rng.choice(actions))
         pos.observation(history=rng.randint(1, 4), last_move=rng.random() < 0.5)
         pos.action_mask()
 
