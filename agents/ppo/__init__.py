@@ -1,10 +1,12 @@
-"""PPO with GAE on our envs, through RLlib and stable-baselines3, with exact action masking.
+"""PPO with GAE on our envs, built in, through RLlib and through stable-baselines3, with exact action masking.
 
 Modules, in reading order: ``network`` (the actor-critic in plain torch),
-``rllib_module`` (it as an RLlib RLModule), ``common`` (settings, evaluation,
-checkpoints), ``rllib_train`` (RLlib configs, training loop, the Alpha-Mini
-procedure), ``sb3_train`` (sb3-contrib MaskablePPO), ``agent`` (trained
-policies as agents). Playing a saved policy needs only torch; training needs
+``common`` (settings, evaluation, the training loop every backend runs in),
+``native`` (the built-in PPO: the whole algorithm in one file),
+``selfplay`` (its pool of past selves), ``rllib_module`` and ``rllib_train``
+(RLlib configs, the Alpha-Mini procedure, Tune), ``sb3_train`` (sb3-contrib
+MaskablePPO), ``agent`` (trained policies as agents). Playing a saved policy
+and the built-in PPO need only torch; the library backends need
 ``pip install -e ".[rllib]"`` or ``".[sb3]"``.
 
 Attributes load lazily, so ``import agents.ppo`` imports neither Ray nor SB3.
@@ -21,6 +23,9 @@ _EXPORTS = {
     "PPONet": "agents.ppo.network",
     "PPONetConfig": "agents.ppo.network",
     "PPOSettings": "agents.ppo.common",
+    "NativeBackend": "agents.ppo.native",
+    "OpponentPool": "agents.ppo.selfplay",
+    "SelfPlayVectorEnv": "agents.ppo.selfplay",
     "MaskedPPOModule": "agents.ppo.rllib_module",  # needs ray
     "single_agent_config": "agents.ppo.rllib_train",  # needs ray
     "multi_agent_config": "agents.ppo.rllib_train",  # needs ray

@@ -1,4 +1,4 @@
-"""What the RLlib and stable-baselines3 runs share: settings, opponents, evaluation, the training loop.
+"""What the PPO backends share (built-in, RLlib, stable-baselines3): settings, opponents, evaluation, the loop.
 
 A run directory is :mod:`agents.runs`'s (``checkpoint/``, ``metrics.csv``,
 ``tensorboard/``) plus ``agent/``, the policy as a
@@ -20,6 +20,7 @@ from agents.ppo.agent import EpsilonRandomAgent, PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
 from agents.runs import Run, RunState
 from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.env import MATERIAL_SCALE
 from minichess_envs.variants import get_variant
 
 AGENT = "agent"
@@ -27,7 +28,7 @@ AGENT = "agent"
 
 @dataclasses.dataclass
 class PPOSettings:
-    """One PPO run: the game, the opponent, PPO's hyperparameters and the network (both backends).
+    """One PPO run: the game, the opponent, PPO's hyperparameters and the network (every backend).
 
     The defaults are Alpha-Mini's setting: Gardner won by capturing
     the king, material shaping, White against the random player, gamma 0.3,
@@ -38,10 +39,18 @@ class PPOSettings:
     variant: str = "gardner-kingcapture"
     agent_color: str = "white"  # "white", "black" or "random"
     reward: str = "material"  # "outcome" or "material"
+    material_scale: float = MATERIAL_SCALE  # reward per pawn of material lead gained (reward="material")
+    draw_reward: float = 0.0  # native: added to the reward when the rules end a game drawn (stalemate, repetition...)
     start: str = "default"  # or "random" (small boards) or a FEN
     opponent: str | None = None  # a saved agent's directory; None: the env's random player
     opponent_eps: float = 0.0  # with an opponent: probability that it plays a random move instead
     init_from: str | None = None  # a saved PPO agent whose weights start the policy (else random init)
+    # self-play (native backend): a pool of past selves, see agents/ppo/selfplay.py
+    selfplay: bool = False
+    selfplay_random: float = 0.2  # probability that a game is against the random player instead
+    pool_every: int = 5  # a snapshot of the learner joins the pool every pool_every iterations
+    pool_size: int = 16  # the newest pool_size snapshots are kept
+    pool_sampling: str = "recent"  # "uniform" or "recent" (the k-th oldest drawn with weight k)
     # PPO with GAE
     gamma: float = 0.3
     lambda_: float = 1.0
@@ -73,14 +82,19 @@ class PPOSettings:
             "gamma": 0.0 <= self.gamma <= 1.0,
             "lambda_": 0.0 <= self.lambda_ <= 1.0,
             "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
+            "selfplay_random": 0.0 <= self.selfplay_random <= 1.0,
+            "pool_sampling": self.pool_sampling in ("uniform", "recent"),
             "lr": self.lr > 0,
+            "material_scale": self.material_scale >= 0,
         }
         for name in ("train_batch", "minibatch", "epochs", "num_envs", "channels", "conv_layers", "value_hidden",
-                     "threads"):
+                     "threads", "pool_every", "pool_size"):
             checks[name] = isinstance(getattr(self, name), int) and getattr(self, name) >= 1
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
             raise ValueError("bad PPO settings: " + ", ".join(f"{n}={getattr(self, n)!r}" for n in bad))
+        if self.selfplay and self.opponent is not None:
+            raise ValueError("selfplay plays the pool of past selves: give no opponent with it")
         if self.minibatch > self.train_batch:
             raise ValueError(f"minibatch ({self.minibatch}) is larger than train_batch ({self.train_batch})")
         for name in ("opponent", "init_from"):
@@ -102,7 +116,7 @@ class PPOSettings:
         action, so one is a bug to surface, not a loss to learn from.
         """
         return {"variant": self.variant, "agent_color": self.agent_color, "reward": self.reward, "start": self.start,
-                "illegal_action": "raise"}
+                "material_scale": self.material_scale, "illegal_action": "raise"}
 
     def net_config(self) -> PPONetConfig:
         variant = get_variant(self.variant)
@@ -162,13 +176,14 @@ def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, color
     return row
 
 
-# -- the training loop both backends share ------------------------------------------------------------
+# -- the training loop the backends share ------------------------------------------------------------
 
 
 class Backend:
-    """One PPO library inside :func:`train_loop` (``rllib_train.RLlibBackend``, ``sb3_train.SB3Backend``)."""
+    """One PPO implementation inside :func:`train_loop` (``native.NativeBackend``, ``rllib_train.RLlibBackend``,
+    ``sb3_train.SB3Backend``)."""
 
-    kind = "backend"  # the run kind in the checkpoint: "rllib" or "sb3"
+    kind = "backend"  # the run kind in the checkpoint: "native", "rllib" or "sb3"
 
     def iterate(self) -> dict:
         """One PPO iteration (``train_batch`` env steps, then the update); its row, with ``iteration_env_steps``."""
@@ -218,6 +233,11 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
     and TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
     """
     budget = Budget(env_steps, minutes)
+    if settings.selfplay and kind != "native":
+        raise ValueError(f"selfplay (a pool of past selves) is the native backend's; {kind} trains against "
+                         "the random player or a saved opponent (the Alpha-Mini procedure: --selfplay)")
+    if settings.draw_reward and kind != "native":
+        raise ValueError(f"draw_reward is a shaping option of the native backend; {kind} takes the env's rewards")
     run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, backend = run.state, None
     if budget.env_steps is not None:

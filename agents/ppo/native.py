@@ -1,0 +1,312 @@
+"""Masked PPO with GAE, built in: the whole algorithm in this file, read top to bottom (CleanRL-style).
+
+1. Settings: :class:`~agents.ppo.common.PPOSettings` (the same as the RLlib and SB3 backends).
+2. Environments: ``num_envs`` games stepped together, the learner's move and the opponent's reply in
+   one env step: our C-stepped vector env (``gym.make_vec``) against the random player or a saved
+   agent, or :class:`~agents.ppo.selfplay.SelfPlayVectorEnv` against a pool of past selves.
+3. Rollout: ``train_batch / num_envs`` steps of every game, actions sampled from the masked policy.
+4. GAE: advantages and returns, terminal and truncated endings told apart.
+5. Update: ``epochs`` passes of shuffled minibatches; clipped policy loss, clipped value loss,
+   entropy bonus, advantages normalised per minibatch, gradient norm clipped.
+6. :class:`NativeBackend`: the above as one :class:`~agents.ppo.common.Backend` of the shared
+   training loop (evaluation, metrics CSV, TensorBoard, checkpoints, resume, the saved agent).
+
+Masking: the network gives every illegal action the most negative float as logit
+(:func:`~agents.ppo.network.mask_logits`), so its probability is exactly 0 and it is never sampled.
+
+Reproducibility: every iteration starts fresh games and fresh random streams, seeded from the run's
+seed and the iteration number, so a checkpoint (weights, optimizer, pool) is all a resumed run needs
+to continue exactly as an uninterrupted one would. Games still running when a rollout ends
+bootstrap from the value of their last observation, as PPO does at every rollout's end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
+from agents.ppo.network import PPONet
+from agents.ppo.selfplay import KINDS, OpponentPool, SelfPlayVectorEnv
+from agents.runs import RunState
+from minichess_envs.variants import get_variant
+
+# -- 2. environments --------------------------------------------------------------------------------
+
+
+def make_envs(settings: PPOSettings):
+    """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent."""
+    if settings.selfplay:
+        return SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
+                                 random_share=settings.selfplay_random, **settings.env_kwargs())
+    return gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
+                        vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
+                        opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
+
+
+def iteration_seed(settings: PPOSettings, iteration: int) -> int:
+    """The seed of an iteration's games and random streams (distinct games in every iteration)."""
+    return settings.seed * 1_000_003 + iteration * settings.num_envs
+
+
+# -- 3. rollout -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Rollout:
+    """``steps`` consecutive env steps of ``num_envs`` games: arrays of shape ``(steps, num_envs, ...)``."""
+
+    observations: torch.Tensor
+    masks: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    next_values: torch.Tensor  # the value of the next observation of the same game (see collect)
+    episodes: list  # (return, length, learner won, opponent kind) of each game that ended
+
+
+def sample_actions(net: PPONet, obs: dict, generator: torch.Generator):
+    """Actions sampled from the masked policy, their log-probabilities and the values."""
+    logits, values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))
+    actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(1)
+    return actions, torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1), values
+
+
+def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator, draw_reward: float = 0.0) -> Rollout:
+    """Play ``steps`` steps of every game from a fresh reset.
+
+    ``next_values[t]`` is what GAE bootstraps from after step t: the value of
+    the next observation while the game goes on, and the value of the final
+    observation when a limit truncated the game (after a game the rules ended
+    it is the next game's first value, which :func:`gae` ignores).
+
+    ``draw_reward`` is added to the env's reward of a step at which the rules drew the game
+    (stalemate, repetition, insufficient material, no progress): a shaping option that makes draws
+    worse than playing on.
+    """
+    n = envs.num_envs
+    obs, _ = envs.reset(seed=seed)
+    buf = {k: [] for k in ("observations", "masks", "actions", "log_probs", "values", "rewards", "terminated",
+                           "truncated", "final_values")}
+    returns, lengths, episodes = np.zeros(n), np.zeros(n, np.int64), []
+    with torch.inference_mode():
+        for _ in range(steps):
+            actions, log_probs, values = sample_actions(net, obs, generator)
+            buf["observations"].append(torch.from_numpy(obs["observation"]))
+            buf["masks"].append(torch.from_numpy(obs["action_mask"]))
+            obs, rewards, terminated, truncated, infos = envs.step(actions.numpy())
+            if draw_reward and terminated.any():
+                drawn = terminated & np.array([w is None for w in infos.get("winner", [None] * n)])
+                rewards = rewards + draw_reward * drawn
+            final_values = torch.zeros(n)
+            if truncated.any():  # bootstrap from the value of the observation the limit stopped the game at
+                games = np.flatnonzero(truncated & ~terminated)
+                final = infos["final_obs"]  # one dict per game that ended
+                _, v = net(torch.from_numpy(np.stack([final[i]["observation"] for i in games])),
+                           torch.from_numpy(np.stack([final[i]["action_mask"] for i in games])))
+                final_values[games] = v
+            returns += rewards
+            lengths += 1
+            for i in np.flatnonzero(terminated | truncated):
+                won = infos["winner"][i] is not None and infos["winner"][i] == infos["learner_color"][i]
+                episodes.append((returns[i], int(lengths[i]), won, infos.get("opponent", [None] * n)[i]))
+                returns[i], lengths[i] = 0.0, 0
+            for key, value in (("actions", actions), ("log_probs", log_probs), ("values", values),
+                               ("rewards", torch.from_numpy(rewards).float()),
+                               ("terminated", torch.from_numpy(terminated)),
+                               ("truncated", torch.from_numpy(truncated & ~terminated)),
+                               ("final_values", final_values)):
+                buf[key].append(value)
+        _, last_values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))
+    r = {k: torch.stack(v) for k, v in buf.items()}
+    next_values = torch.cat([r["values"][1:], last_values[None]])
+    next_values = torch.where(r["truncated"], r.pop("final_values"), next_values)
+    return Rollout(**r, next_values=next_values, episodes=episodes)
+
+
+# -- 4. generalized advantage estimation ------------------------------------------------------------
+
+
+def gae(rewards, values, next_values, terminated, truncated, gamma: float, lambda_: float):
+    """Advantages and returns (advantages + values), all ``(steps, num_envs)`` tensors.
+
+    ``delta_t = r_t + gamma * V_next_t * (1 - terminated_t) - V_t`` and
+    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, with ``done = terminated or truncated``:
+    a game the rules ended has no future value; a game a limit cut off has one (``V_next`` is then the
+    value of its final observation) but the next step belongs to another game, so no advantage flows back.
+    """
+    steps = len(rewards)
+    advantages = torch.zeros_like(rewards)
+    done = (terminated | truncated).float()
+    deltas = rewards + gamma * next_values * (1.0 - terminated.float()) - values
+    running = torch.zeros_like(rewards[0])
+    for t in reversed(range(steps)):
+        running = deltas[t] + gamma * lambda_ * (1.0 - done[t]) * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+# -- 5. the PPO update ------------------------------------------------------------------------------
+
+
+def clipped_policy_loss(log_ratio: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's clipped surrogate as a loss: ``mean(max(-A r, -A clip(r, 1 - clip, 1 + clip)))``, ``r = exp(log_ratio)``.
+
+    Once the ratio has moved past the clip range in the advantage's direction the loss is flat in it,
+    so the update stops pushing that action further.
+    """
+    ratio = log_ratio.exp()
+    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+
+
+def ppo_update(net: PPONet, optimizer, batch: dict, settings: PPOSettings, generator: torch.Generator) -> dict:
+    """``epochs`` passes over the batch in shuffled minibatches; the losses' means of the last pass."""
+    size = len(batch["actions"])
+    clip = settings.clip_param
+    for _ in range(settings.epochs):
+        stats = []
+        order = torch.randperm(size, generator=generator)
+        for start in range(0, size - settings.minibatch + 1, settings.minibatch):
+            mb = {k: v[order[start:start + settings.minibatch]] for k, v in batch.items()}
+            logits, values = net(mb["observations"], mb["masks"])
+            log_probs = torch.log_softmax(logits, -1)
+            new_log_prob = log_probs.gather(1, mb["actions"][:, None]).squeeze(1)
+            # softmax, not log_probs.exp(): exp is slow where it underflows, as at every illegal action
+            legal_log_probs = torch.where(mb["masks"].bool(), log_probs, 0.0)
+            entropy = -(torch.softmax(logits, -1) * legal_log_probs).sum(-1).mean()
+            log_ratio = new_log_prob - mb["log_probs"]
+            adv = mb["advantages"]
+            policy_loss = clipped_policy_loss(log_ratio, (adv - adv.mean()) / (adv.std() + 1e-8), clip)
+            # Value loss clipped around the rollout's values, as PPO's reference implementation does.
+            clipped = mb["values"] + (values - mb["values"]).clamp(-clip, clip)
+            vf_loss = 0.5 * torch.max((values - mb["returns"]) ** 2, (clipped - mb["returns"]) ** 2).mean()
+            loss = policy_loss + settings.vf_coeff * vf_loss - settings.entropy_coeff * entropy
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), settings.grad_clip)
+            optimizer.step()
+            with torch.no_grad():
+                ratio = log_ratio.exp()
+                kl = ((ratio - 1) - log_ratio).mean()  # the low-variance estimator of KL(old || new)
+            stats.append((policy_loss.item(), vf_loss.item(), entropy.item(), kl.item(),
+                          ((ratio - 1).abs() > clip).float().mean().item()))
+    policy_loss, vf_loss, entropy, kl, clip_fraction = np.mean(stats, axis=0).tolist()
+    return {"policy_loss": policy_loss, "vf_loss": vf_loss, "entropy": entropy, "kl": kl,
+            "clip_fraction": clip_fraction}
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+    var = returns.var().item()
+    return float("nan") if var == 0 else 1.0 - (returns - values).var().item() / var
+
+
+# -- 6. the backend ---------------------------------------------------------------------------------
+
+
+class NativeBackend(Backend):
+    """This file's PPO in :func:`~agents.ppo.common.train_loop`. Its checkpoint: the network's and the
+    optimizer's state dicts, the iteration count and (self-play) the opponent pool."""
+
+    kind = "native"
+
+    def __init__(self, settings: PPOSettings):
+        if settings.train_batch % settings.num_envs:
+            raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
+                             f"({settings.num_envs}): every game plays train_batch / num_envs steps")
+        torch.set_num_threads(settings.threads)
+        self.settings = settings
+        torch.manual_seed(settings.seed)  # the initial weights
+        self.net = PPONet(settings.net_config())
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=settings.lr, eps=1e-5)
+        self.envs = make_envs(settings)
+        self.pool = OpponentPool(settings.pool_size, settings.pool_sampling) if settings.selfplay else None
+        self.iteration = 0
+
+    def iterate(self) -> dict:
+        s, self.iteration = self.settings, self.iteration + 1
+        seed = iteration_seed(s, self.iteration)
+        generator = torch.Generator().manual_seed(seed)
+        row = {}
+        if self.pool is not None:
+            row.update(self._draw_past_self(np.random.default_rng(seed)))
+        t = time.perf_counter()
+        self.net.eval()
+        rollout = collect(self.net, self.envs, s.train_batch // s.num_envs, seed, generator, s.draw_reward)
+        sample_s = time.perf_counter() - t
+        advantages, returns = gae(rollout.rewards, rollout.values, rollout.next_values, rollout.terminated,
+                                  rollout.truncated, s.gamma, s.lambda_)
+        batch = {"observations": rollout.observations.flatten(0, 1), "masks": rollout.masks.flatten(0, 1).bool(),
+                 "actions": rollout.actions.flatten(), "log_probs": rollout.log_probs.flatten(),
+                 "values": rollout.values.flatten(), "advantages": advantages.flatten(),
+                 "returns": returns.flatten()}
+        self.net.train()
+        losses = ppo_update(self.net, self.optimizer, batch, s, generator)
+        self.net.eval()
+        if self.pool is not None and (self.iteration == 1 or self.iteration % s.pool_every == 0):
+            self.pool.add(self.iteration, self.net.state_dict())
+        iteration_s = time.perf_counter() - t
+        steps = len(batch["actions"])
+        episodes = rollout.episodes
+        row.update({
+            "iteration_env_steps": steps, "episodes": len(episodes),
+            "episode_return_mean": float(np.mean([e[0] for e in episodes])) if episodes else float("nan"),
+            "episode_len_mean": float(np.mean([e[1] for e in episodes])) if episodes else float("nan"),
+            "train_win_rate": float(np.mean([e[2] for e in episodes])) if episodes else float("nan"),
+            "iteration_s": iteration_s, "sample_s": sample_s, "learn_s": iteration_s - sample_s,
+            "sample_steps_per_s": steps / sample_s, **losses,
+            "vf_explained_var": explained_variance(batch["values"], batch["returns"]),
+        })
+        if self.pool is not None:
+            for kind in KINDS:
+                games = [e for e in episodes if e[3] == kind]
+                row[f"games_vs_{kind}"] = len(games)
+                row[f"train_win_rate_vs_{kind}"] = float(np.mean([e[2] for e in games])) if games else float("nan")
+        return row
+
+    def _draw_past_self(self, rng: np.random.Generator) -> dict:
+        """This iteration's past self from the pool (none yet before the first snapshot)."""
+        if not self.pool.snapshots:
+            return {"pool_size": 0, "past_self_iteration": float("nan")}
+        iteration, weights = self.pool.draw(rng)
+        self.envs.set_past_self(weights)
+        return {"pool_size": len(self.pool.snapshots), "past_self_iteration": iteration}
+
+    def policy_net(self) -> PPONet:
+        net = PPONet(self.settings.net_config())
+        net.load_state_dict(self.net.state_dict())
+        return net.eval()
+
+    def initialize(self, state_dict: dict) -> None:
+        self.net.load_state_dict(state_dict)
+
+    def state(self) -> dict:
+        state = {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), "iteration": self.iteration}
+        if self.pool is not None:
+            state["pool"] = self.pool.state()
+        return state
+
+    def restore(self, state: dict) -> None:
+        self.net.load_state_dict(state["net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.iteration = int(state["iteration"])
+        if self.pool is not None:
+            self.pool.restore(state["pool"])
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
+          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
+          verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
+    """Train (or resume) the built-in PPO until the budget is spent; same contract as ``rllib_train.train``."""
+    return train_loop(settings, run_dir, NativeBackend, "native", env_steps, minutes, eval_games, eval_every,
+                      eval_seed, resume, verbose, desc, on_iteration)

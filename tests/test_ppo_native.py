@@ -1,0 +1,296 @@
+"""The built-in PPO backend: GAE by hand, the clipped loss, exact masking, self-play, a tiny run that learns
+and resumes bit for bit, and every backend's saved agent loading with ``agents.load``."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PPO needs torch: pip install -e '.[agents]'")
+
+import agents  # noqa: E402
+from agents.evaluation import versus_random  # noqa: E402
+from agents.ppo import native  # noqa: E402
+from agents.ppo.agent import PPOAgent  # noqa: E402
+from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.ppo.network import PPONet  # noqa: E402
+from agents.ppo.selfplay import OpponentPool, SelfPlayVectorEnv  # noqa: E402
+from agents.random_agent import RandomAgent  # noqa: E402
+from minichess_envs import Position  # noqa: E402
+from minichess_envs.encoding import ObservationEncoding  # noqa: E402
+
+T, F = True, False
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One torch thread, as the PPO runs use: fastest on a small shared machine, and deterministic."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# -- GAE ------------------------------------------------------------------------------------------
+
+
+def test_gae_on_a_hand_worked_trajectory_tells_terminal_from_truncated():
+    # One game's steps: step 1 ends by the rules (terminal), step 3 by a limit (truncated; the value of
+    # its final observation is 4.0). gamma 0.5, lambda 0.8, so gamma * lambda = 0.4.
+    rewards = torch.tensor([[1.0], [2.0], [0.0], [3.0]])
+    values = torch.tensor([[0.5], [1.0], [2.0], [1.5]])
+    next_values = torch.tensor([[1.0], [7.0], [1.5], [4.0]])  # 7.0 after the terminal step must be ignored
+    terminated = torch.tensor([[F], [T], [F], [F]])
+    truncated = torch.tensor([[F], [F], [F], [T]])
+    advantages, returns = native.gae(rewards, values, next_values, terminated, truncated, 0.5, 0.8)
+    # by hand, backwards:
+    a3 = 3.0 + 0.5 * 4.0 - 1.5  # truncated: bootstraps from its final observation, nothing flows in
+    a2 = (0.0 + 0.5 * 1.5 - 2.0) + 0.4 * a3
+    a1 = 2.0 - 1.0  # terminal: no future value, nothing flows in
+    a0 = (1.0 + 0.5 * 1.0 - 0.5) + 0.4 * a1
+    assert advantages[:, 0].tolist() == pytest.approx([a0, a1, a2, a3])
+    assert returns[:, 0].tolist() == pytest.approx([a0 + 0.5, a1 + 1.0, a2 + 2.0, a3 + 1.5])
+
+    # the same last step ended by the rules instead: no bootstrap
+    advantages, _ = native.gae(rewards, values, next_values, torch.tensor([[F], [T], [F], [T]]),
+                               torch.tensor([[F]] * 4), 0.5, 0.8)
+    assert advantages[3, 0].item() == pytest.approx(3.0 - 1.5)
+    assert advantages[3, 0].item() != pytest.approx(a3)
+
+
+def test_gae_with_lambda_one_is_the_discounted_return_minus_the_value():
+    rng = np.random.default_rng(0)
+    rewards = torch.tensor(rng.normal(size=(6, 1)), dtype=torch.float32)
+    values = torch.tensor(rng.normal(size=(6, 1)), dtype=torch.float32)
+    next_values = torch.cat([values[1:], torch.tensor([[0.0]])])
+    terminated = torch.tensor([[F]] * 5 + [[T]])
+    advantages, _ = native.gae(rewards, values, next_values, terminated, torch.zeros(6, 1, dtype=torch.bool),
+                               0.9, 1.0)
+    discounted = [sum(0.9 ** (k - t) * rewards[k, 0].item() for k in range(t, 6)) for t in range(6)]
+    assert advantages[:, 0].tolist() == pytest.approx([d - values[t, 0].item() for t, d in enumerate(discounted)],
+                                                      abs=1e-5)
+
+
+def test_collect_bootstraps_truncated_games_from_their_final_observation():
+    import gymnasium as gym
+
+    settings = PPOSettings(variant="3x3", agent_color="white", channels=8, conv_layers=1, value_hidden=16)
+    torch.manual_seed(0)
+    net = PPONet(settings.net_config()).eval()
+    envs = gym.make_vec("MiniChess-3x3-v0", num_envs=4, vectorization_mode="vector_entry_point",
+                        autoreset_mode="SameStep", max_episode_steps=3, illegal_action="raise")
+    finals = []
+    step = envs.step
+
+    def recording_step(actions):
+        out = step(actions)
+        finals.append(out[-1].get("final_obs"))
+        return out
+
+    envs.step = recording_step
+    rollout = native.collect(net, envs, 7, seed=1, generator=torch.Generator().manual_seed(0))
+    assert rollout.truncated.any()
+    with torch.inference_mode():
+        for t in range(7):
+            for i in range(4):
+                if rollout.truncated[t, i]:
+                    final = finals[t][i]
+                    _, v = net(torch.from_numpy(final["observation"][None]),
+                               torch.from_numpy(final["action_mask"][None]))
+                    assert rollout.next_values[t, i].item() == pytest.approx(v.item())
+                elif t < 6 and not rollout.terminated[t, i]:
+                    assert rollout.next_values[t, i] == rollout.values[t + 1, i]
+
+
+def test_draw_reward_is_added_exactly_where_the_rules_drew_a_game():
+    settings = PPOSettings(variant="3x3", agent_color="random", reward="outcome", num_envs=8, channels=8,
+                           conv_layers=1, value_hidden=16)
+    torch.manual_seed(0)
+    net = PPONet(settings.net_config()).eval()
+    envs = native.make_envs(settings)
+    plain = native.collect(net, envs, 40, seed=5, generator=torch.Generator().manual_seed(0))
+    shaped = native.collect(net, envs, 40, seed=5, generator=torch.Generator().manual_seed(0), draw_reward=-0.5)
+    assert torch.equal(plain.actions, shaped.actions)  # the same games
+    drawn = plain.terminated & (plain.rewards == 0)  # outcome rewards: a finished game scores 0 only as a draw
+    assert drawn.any()
+    assert torch.equal(shaped.rewards, plain.rewards - 0.5 * drawn.float())
+
+
+# -- the clipped loss and masking -----------------------------------------------------------------
+
+
+def test_clipped_policy_loss_is_the_formula_and_flat_outside_the_clip_range():
+    log_ratio = torch.log(torch.tensor([0.5, 1.1, 1.5, 0.7, 1.5])).requires_grad_()
+    adv = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0])
+    loss = native.clipped_policy_loss(log_ratio, adv, 0.2)
+    # min(r A, clip(r) A) per sample, negated
+    expected = -np.mean([min(0.5, 0.8), min(1.1, 1.1), min(1.5, 1.2), min(-0.7, -0.8), min(-1.5, -1.2)])
+    assert loss.item() == pytest.approx(expected)
+    loss.backward()
+    grad = log_ratio.grad.tolist()
+    assert grad[2] == 0.0 and grad[3] == 0.0  # past the range in the advantage's direction: no push
+    assert grad[0] != 0.0 and grad[1] != 0.0 and grad[4] != 0.0
+
+
+def positions_with_few_moves(variant: str, count: int, most: int = 3, seed: int = 0) -> list[Position]:
+    """Positions reached by random play with at most ``most`` legal moves."""
+    rng = np.random.default_rng(seed)
+    found, pos = [], Position(variant)
+    while len(found) < count:
+        if pos.is_game_over():
+            pos = Position(variant)
+        if 0 < pos.num_legal_moves() <= most:
+            found.append(pos.copy())
+        actions = pos.legal_actions()
+        pos.push_action(actions[rng.integers(len(actions))])
+    return found
+
+
+@pytest.mark.parametrize("variant", ["3x3", "gardner"])
+def test_sampling_never_picks_an_illegal_action(variant):
+    settings = PPOSettings(variant=variant, channels=8, conv_layers=1, value_hidden=16)
+    torch.manual_seed(0)
+    net = PPONet(settings.net_config()).eval()
+    with torch.no_grad():  # a policy that wants illegal moves: large logits on every action
+        net.policy_head.bias.fill_(50.0)
+        net.policy_head.weight.normal_(0, 5.0)
+    positions = positions_with_few_moves(variant, 40)
+    encoding = ObservationEncoding(variant)
+    obs = {"observation": np.stack([encoding.encode(p) for p in positions]),
+           "action_mask": np.stack([p.action_mask() for p in positions])}
+    generator = torch.Generator().manual_seed(0)
+    seen = np.zeros_like(obs["action_mask"], dtype=bool)
+    with torch.inference_mode():
+        for _ in range(100):
+            actions, log_probs, _ = native.sample_actions(net, obs, generator)
+            assert obs["action_mask"][np.arange(len(positions)), actions.numpy()].all()
+            assert torch.isfinite(log_probs).all()
+            seen[np.arange(len(positions)), actions.numpy()] = True
+    assert (seen <= obs["action_mask"].astype(bool)).all()
+
+
+def test_self_play_games_stay_legal_and_use_both_kinds_of_opponent():
+    settings = PPOSettings(variant="gardner", agent_color="random", selfplay=True, selfplay_random=0.5,
+                           num_envs=16, channels=8, conv_layers=1, value_hidden=16)
+    envs = native.make_envs(settings)
+    assert isinstance(envs, SelfPlayVectorEnv)
+    torch.manual_seed(1)
+    envs.set_past_self(PPONet(settings.net_config()).state_dict())
+    obs, _ = envs.reset(seed=3)
+    rng = np.random.default_rng(0)
+    ended = {"random": 0, "past_self": 0}
+    colors = set()
+    for _ in range(120):
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        obs, _, terminated, truncated, infos = envs.step(actions)  # raises on an illegal move of either side
+        for i in np.flatnonzero(terminated | truncated):
+            ended[infos["opponent"][i]] += 1
+            colors.add(infos["learner_color"][i])
+    assert ended["random"] > 0 and ended["past_self"] > 0
+    assert colors == {"white", "black"}
+    assert envs.games_started.sum() == 16 + sum(ended.values())
+
+
+def test_opponent_pool_keeps_the_newest_and_draws_with_a_recency_bias():
+    pool = OpponentPool(size=3, sampling="recent")
+    for it in range(1, 6):
+        pool.add(it, {"w": torch.tensor([float(it)])})
+    assert [it for it, _ in pool.snapshots] == [3, 4, 5]
+    assert pool.probabilities().tolist() == pytest.approx([1 / 6, 2 / 6, 3 / 6])
+    draws = [pool.draw(np.random.default_rng(s))[0] for s in range(600)]
+    assert draws.count(5) > draws.count(4) > draws.count(3) > 0
+    assert OpponentPool(4, "uniform").probabilities().size == 0
+    with pytest.raises(ValueError, match="sampling"):
+        OpponentPool(3, "newest")
+
+
+# -- tiny runs ------------------------------------------------------------------------------------
+
+TINY = dict(variant="gardner-kingcapture", agent_color="white", reward="material", train_batch=512,
+            minibatch=128, epochs=2, num_envs=16, channels=8, conv_layers=1, value_hidden=16, lr=2e-3, threads=1)
+
+
+def test_a_tiny_run_beats_random_play_and_saves_a_loadable_agent(tmp_path):
+    settings = PPOSettings(**TINY)
+    run = str(tmp_path / "native")
+    state = native.train(settings, run, env_steps=8 * settings.train_batch, eval_games=0, verbose=False)
+    assert state.iteration == 8 and state.env_steps == 8 * settings.train_batch
+    row = state.metrics[-1]
+    assert {"policy_loss", "vf_loss", "entropy", "kl", "sample_steps_per_s"} <= set(row)
+    agent = agents.load(os.path.join(run, "agent"))
+    assert isinstance(agent, PPOAgent) and agent.backend == "native"
+    trained = versus_random(agent, settings.variant, games=200, color="white", seed=0)
+    baseline = versus_random(RandomAgent(0), settings.variant, games=200, color="white", seed=0)
+    assert trained.win_rate > baseline.win_rate + 0.1, (trained, baseline)
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(run, "tensorboard")))
+
+
+@pytest.mark.parametrize("selfplay", [False, True])
+def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path, selfplay):
+    settings = PPOSettings(**{**TINY, "train_batch": 256, "minibatch": 64, "agent_color": "random",
+                              "selfplay": selfplay, "pool_every": 1})
+    whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
+    native.train(settings, whole, env_steps=3 * 256, eval_games=0, verbose=False)
+    native.train(settings, parts, env_steps=2 * 256, eval_games=0, verbose=False)
+    state = native.train(settings, parts, env_steps=3 * 256, eval_games=0, resume=True, verbose=False)
+    assert state.iteration == 3
+    a = agents.load(os.path.join(whole, "agent")).net.state_dict()
+    b = agents.load(os.path.join(parts, "agent")).net.state_dict()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    from agents.runs import checkpoint_dir, load_tensors
+
+    ta, tb = load_tensors(checkpoint_dir(whole)), load_tensors(checkpoint_dir(parts))
+    for key in ("exp_avg", "exp_avg_sq"):
+        for i in ta["optimizer"]["state"]:
+            assert torch.equal(ta["optimizer"]["state"][i][key], tb["optimizer"]["state"][i][key])
+    if selfplay:
+        assert ta["pool"]["iterations"] == tb["pool"]["iterations"] == [1, 2, 3]
+
+
+def test_settings_check_the_self_play_options():
+    with pytest.raises(ValueError, match="selfplay_random"):
+        PPOSettings(selfplay=True, selfplay_random=1.5)
+    with pytest.raises(ValueError, match="pool_sampling"):
+        PPOSettings(pool_sampling="newest")
+    with pytest.raises(ValueError, match="pool_every"):
+        PPOSettings(pool_every=0)
+
+
+def test_self_play_is_refused_by_the_library_backends(tmp_path):
+    from agents.ppo.common import train_loop
+
+    with pytest.raises(ValueError, match="native backend"):
+        train_loop(PPOSettings(**TINY, selfplay=True), str(tmp_path / "x"), None, "rllib", env_steps=1)
+
+
+# -- every backend's agent loads with agents.load --------------------------------------------------
+
+LIBRARY_TINY = dict(variant="3x3", start="random", agent_color="random", train_batch=256, minibatch=64, epochs=1,
+                    num_envs=8, channels=8, conv_layers=1, value_hidden=16)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["rllib", "sb3"])
+def test_library_backends_agents_load_as_the_native_ones_do(tmp_path, backend):
+    if backend == "rllib":
+        pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
+        from agents.ppo.rllib_train import train
+    else:
+        pytest.importorskip("sb3_contrib", reason="needs sb3-contrib: pip install -e '.[sb3]'")
+        from agents.ppo.sb3_train import train
+    settings = PPOSettings(**LIBRARY_TINY)
+    train(settings, str(tmp_path / backend), env_steps=settings.train_batch, eval_games=0, verbose=False)
+    native.train(settings, str(tmp_path / "native"), env_steps=settings.train_batch, eval_games=0, verbose=False)
+    loaded = {name: agents.load(str(tmp_path / name / "agent")) for name in (backend, "native")}
+    assert {a.backend for a in loaded.values()} == {backend, "native"}
+    assert loaded[backend].net.config == loaded["native"].net.config  # one network, whichever backend trained it
+    positions = positions_with_few_moves("3x3", 20, most=6)
+    encoding = ObservationEncoding("3x3")
+    obs = np.stack([encoding.encode(p) for p in positions])
+    masks = np.stack([p.action_mask() for p in positions])
+    for agent in loaded.values():
+        actions = agent.act_batch(obs, masks)
+        assert masks[np.arange(len(positions)), actions].all()
