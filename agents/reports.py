@@ -9,8 +9,24 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-#: The baseline players of :func:`baselines`: the uniformly random player and greedy capture.
-BASELINES = ("random", "greedy")
+#: The baseline players of :func:`baselines`: the uniformly random player, greedy capture, and alpha-beta
+#: search on material to depth 1 and 2 (depth 1 also takes a mate in one; depth 2 also avoids one).
+BASELINES = ("random", "greedy", "minimax-d1", "minimax-d2")
+
+
+def baseline_agent(name: str, seed: int = 0):
+    """The baseline player called ``name`` (one of :data:`BASELINES`), seeded."""
+    from agents.greedy import GreedyAgent
+    from agents.minimax import MinimaxAgent
+    from agents.random_agent import RandomAgent
+
+    if name == "random":
+        return RandomAgent(seed)
+    if name == "greedy":
+        return GreedyAgent(seed)
+    if name.startswith("minimax-d") and name[9:].isdigit():
+        return MinimaxAgent(int(name[9:]), seed=seed)
+    raise ValueError(f"unknown baseline {name!r}; the baselines are {list(BASELINES)}")
 
 
 def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: int = 500, seed: int = 0) -> list[dict]:
@@ -18,16 +34,15 @@ def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: i
 
     One row per baseline and color: ``versus_random`` over ``games`` games (the same protocol as
     the trained agents' rows), so a trained agent's win rate can be read against random play and
-    against greedy capture (which wins most games under king capture by taking an exposed king).
+    against greedy capture (which wins most games under king capture by taking an exposed king) and
+    against shallow search.
     """
     from agents.evaluation import versus_random
-    from agents.greedy import GreedyAgent
-    from agents.random_agent import RandomAgent
 
     rows = []
     for name in BASELINES:
         for color in colors:
-            agent = RandomAgent(seed) if name == "random" else GreedyAgent(seed)
+            agent = baseline_agent(name, seed)
             match = versus_random(agent, variant, games=games, color=color, seed=seed)
             lo, hi = match.win_interval
             rows.append({"player": name, "variant": variant, "color": color, "games": match.games,

@@ -1,7 +1,9 @@
-"""Env steps per second inside PPO training (RLlib, SB3) against our raw env throughput, in one run.
+"""Env steps per second inside PPO training (built-in, RLlib, SB3) against our raw env throughput, in one run,
+and the wall-clock each of the built-in PPO and RLlib needs to reach 97% against random.
 
-    python benchmarks/bench_ppo.py                        # about a minute on 2 cores
+    python benchmarks/bench_ppo.py                        # a few minutes on 2 cores, up to ~25 with time-to-97%
     python benchmarks/bench_ppo.py --iterations 5 --json runs/bench_ppo.json
+    python benchmarks/bench_ppo.py --skip sb3 time        # throughput only, built-in and RLlib
 
 The env is Alpha-Mini's setting (``MiniChess-GardnerKingCapture-v0``, material
 shaping, White against the random player); one env step is the learner's move
@@ -15,8 +17,16 @@ and the random reply. Rows, from the bare env up to whole PPO iterations:
 * RLlib sampling: ``EnvRunner.sample`` (episodes, connectors, the module's
   forward pass), with our native vector env and with gymnasium's
   ``SyncVectorEnv`` over single envs;
+* built-in PPO (``agents/ppo/native.py``) sampling: its rollout (network forward
+  pass, sampling, the vector env's C step), and its training: whole iterations;
 * RLlib / SB3 training: whole PPO iterations (sampling + GAE + 4 epochs of
   minibatch updates on ``--train-batch`` steps), env steps per wall-clock second.
+
+Time to 97% (``time``): Alpha-Mini's setting with each backend's defaults
+(``PPOSettings()``), iterations until the greedy policy wins >= 97% of 1,000
+games as White against the random player (``versus_random``, seed 0, checked
+after every iteration); the training wall-clock up to that point (the checks
+excluded), or "not reached" within ``--time-minutes``.
 
 All in one process with one torch thread (the PPO runs' setting). On a shared
 machine the figures move by 10-30% between runs; ratios are from the same run.
@@ -107,6 +117,52 @@ def rllib_figures(args) -> dict:
     return out
 
 
+def native_figures(args) -> dict:
+    """The built-in PPO: rollout throughput and whole-iteration training throughput, as RLlib's are measured."""
+    from agents.ppo.common import PPOSettings
+    from agents.ppo.native import NativeBackend, collect
+
+    settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch)
+    backend = NativeBackend(settings)
+    try:
+        backend.iterate()  # warm up
+        t = time.perf_counter()
+        collect(backend.net, backend.envs, args.train_batch // args.num_envs, seed=0,
+                generator=torch.Generator().manual_seed(0))
+        sample = args.train_batch / (time.perf_counter() - t)
+        steps, t = 0, time.perf_counter()
+        for _ in range(args.iterations):
+            steps += backend.iterate()["iteration_env_steps"]
+        return {"sample": sample, "train": steps / (time.perf_counter() - t)}
+    finally:
+        backend.close()
+
+
+def time_to_target(backend_class, minutes: float, target: float = 0.97, games: int = 1000) -> dict:
+    """Training wall-clock until the greedy policy wins ``target`` of ``games`` games as White against random."""
+    from agents.evaluation import versus_random
+    from agents.ppo.common import PPOSettings, make_agent
+
+    settings = PPOSettings()
+    backend = backend_class(settings)
+    train_s, steps, rate, iterations = 0.0, 0, 0.0, 0
+    try:
+        while train_s < 60 * minutes:
+            t = time.perf_counter()
+            steps += backend.iterate()["iteration_env_steps"]
+            agent = make_agent(backend.policy_net(), settings, backend.kind)
+            train_s += time.perf_counter() - t
+            iterations += 1
+            rate = versus_random(agent, settings.variant, games=games, color="white", seed=0).win_rate
+            print(f"  {backend.kind}: {steps:,} env steps, {train_s:.0f} s of training: win rate {rate:.3f}", flush=True)
+            if rate >= target:
+                return {"reached": True, "train_s": train_s, "env_steps": steps, "win_rate": rate,
+                        "iterations": iterations}
+    finally:
+        backend.close()
+    return {"reached": False, "train_s": train_s, "env_steps": steps, "win_rate": rate, "iterations": iterations}
+
+
 def sb3_figures(args) -> dict:
     from agents.ppo.common import PPOSettings
     from agents.ppo.sb3_train import _RolloutTimer, make_model, make_vec_env
@@ -131,11 +187,13 @@ def main(argv=None) -> int:
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--train-batch", type=int, default=4000)
     parser.add_argument("--iterations", type=int, default=4, help="timed PPO iterations per backend")
-    parser.add_argument("--skip", nargs="*", default=[], choices=("rllib", "sb3"))
+    parser.add_argument("--skip", nargs="*", default=[], choices=("native", "rllib", "sb3", "time"))
+    parser.add_argument("--time-minutes", type=float, default=10.0,
+                        help="training wall-clock cap per backend for time-to-97%%")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    results = {"date": time.strftime("%Y-%m-%d"),
+    results = {"date": time.strftime("%Y-%m-%d"), "load_average_start": list(os.getloadavg()),
                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                "torch": torch.__version__}
     try:
@@ -157,15 +215,43 @@ def main(argv=None) -> int:
     show("raw_vector", f"raw env: native vector x{args.num_envs}, random legal actions", base)
     show("raw_vector_policy", f"native vector x{args.num_envs} + PPO network sampling",
          raw_vector(args.seconds, args.num_envs, policy=True), base)
+    if "native" not in args.skip:
+        r = native_figures(args)
+        show("native_sample", "built-in PPO rollout, native vector env", r["sample"], base)
+        show("native_train", "built-in PPO training (whole iterations)", r["train"], base)
     if "rllib" not in args.skip:
         r = rllib_figures(args)
         show("rllib_sample_native", "RLlib EnvRunner.sample, native vector env", r["sample_native"], base)
         show("rllib_sample_sync", "RLlib EnvRunner.sample, SyncVectorEnv of gym.make envs", r["sample_sync"], base)
         show("rllib_train", "RLlib PPO training (whole iterations)", r["train"], base)
+    if "native_train" in results and "rllib_train" in results:
+        results["native_vs_rllib_train"] = results["native_train"] / results["rllib_train"]
+        results["native_vs_rllib_sample"] = results["native_sample"] / results["rllib_sample_native"]
+        print(f"built-in / RLlib: training {results['native_vs_rllib_train']:.1f}x, sampling "
+              f"{results['native_vs_rllib_sample']:.1f}x (target: training >= 8x)", flush=True)
     if "sb3" not in args.skip:
         r = sb3_figures(args)
         show("sb3_sample", "SB3 MaskablePPO rollouts, native vector env", r["sample"], base)
         show("sb3_train", "SB3 MaskablePPO training (whole iterations)", r["train"], base)
+    if "time" not in args.skip:
+        from agents.ppo.native import NativeBackend
+
+        backends = [("native", NativeBackend)]
+        if "rllib" not in args.skip:
+            from agents.ppo.rllib_train import RLlibBackend
+
+            backends.append(("rllib", RLlibBackend))
+        for name, backend_class in backends:
+            print(f"time to 97% (king capture, White, 1,000 games vs random): {name} ...", flush=True)
+            r = time_to_target(backend_class, args.time_minutes)
+            results[f"time_to_97_{name}"] = r
+            print(f"{name}: " + (f"97% reached after {r['train_s']:.0f} s of training ({r['env_steps']:,} env steps, "
+                                 f"win rate {r['win_rate']:.3f})" if r["reached"] else
+                                 f"not reached within {r['train_s']:.0f} s ({r['env_steps']:,} env steps, last win "
+                                 f"rate {r['win_rate']:.3f})"), flush=True)
+    results["load_average_end"] = list(os.getloadavg())
+    print("load average (1 / 5 / 15 min): " + " / ".join(f"{x:.2f}" for x in results["load_average_start"])
+          + " at the start, " + " / ".join(f"{x:.2f}" for x in results["load_average_end"]) + " at the end")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

@@ -6,13 +6,16 @@
 
 For each variant the players are
 
-* PPO: the greedy PPO policy (both colors; on gardner the white and black
-  policies of ``experiments/ppo_gardner.py`` under the AlphaZero run's rules,
+* PPO: the greedy PPO policy (both colors; on gardner the policy of
+  ``experiments/ppo_gardner.py`` under the AlphaZero run's rules: the built-in
+  backend's one network for both colors, else RLlib's white and black policies
   joined by ``ByColorAgent``; on 3x3 one policy trained as either color from
-  random legal starts). A missing PPO policy is trained here first (RLlib,
-  ``--ppo-steps`` env steps) under runs/compare/;
+  random legal starts). A missing PPO policy is trained here first (built-in
+  PPO, ``--ppo-steps`` env steps) under runs/compare/;
 * AlphaZero: ``runs/alphazero_<variant>/agent`` with its search, and its raw
-  policy (no search). Absent runs are reported as absent and skipped.
+  policy (no search). Absent runs are reported as absent and skipped;
+* baselines: the random player, greedy capture, minimax depth 1 and 2
+  (``agents.reports.BASELINES``), no training.
 
 Protocol, identical for every player: ``versus_random`` over ``--games`` games
 per color (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
@@ -40,7 +43,7 @@ import agents  # noqa: E402
 from agents.arena import game_seed, play_game, tally  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
+from agents.reports import BASELINES, baseline_agent, markdown_table  # noqa: E402
 from agents.runs import checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
 
 COLORS = ("white", "black")
@@ -132,6 +135,16 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
                       f"({os.cpu_count()}-core machine)", run)
     rules = "checkmate" if (az_variant or "gardner") == "gardner" else "kingcapture"
     name = {"checkmate": "gardner", "kingcapture": "gardner-kingcapture"}[rules]
+    native = os.path.join(args.runs, "ppo_gardner", f"native_{rules}_random")
+    found = checkpoint_dir(native)
+    if found is not None and os.path.exists(os.path.join(native, "agent", "agent.json")):
+        state = read_state(found)
+        agent = agents.load(os.path.join(native, "agent"))
+        agent.name = "ppo"
+        return Player(f"PPO (greedy; one network for both colors, {rules} rules)", agent, "PPO", state.env_steps,
+                      "learner moves (+ opponent replies)", train_seconds(state.metrics),
+                      f"1 process, {state.settings.get('threads', 1)} torch thread(s) ({os.cpu_count()}-core machine)",
+                      native)
     parts, states = {}, []
     for color in COLORS:
         run = os.path.join(args.runs, "ppo_gardner", f"rllib_{rules}_{color}")
@@ -153,9 +166,10 @@ def ensure_ppo(settings: PPOSettings, run: str, args):
     found = checkpoint_dir(run)
     if found is not None and os.path.exists(os.path.join(run, "agent", "agent.json")):
         return read_state(found)
-    from agents.ppo.rllib_train import train
+    from agents.ppo.native import train
 
-    print(f"no PPO policy at {run}: training one ({args.ppo_steps:,} env steps) ...", flush=True)
+    print(f"no PPO policy at {run}: training one with the built-in PPO ({args.ppo_steps:,} env steps) ...",
+          flush=True)
     return train(settings, run, env_steps=args.ppo_steps, eval_games=100, eval_every=5, resume=True)
 
 
@@ -215,7 +229,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     variants = ["3x3", "gardner"] if args.variant == "both" else [args.variant]
-    rows, h2h, notes, baseline_rows = [], [], [], []
+    rows, h2h, notes = [], [], []
     measured = machine()
     started = time.perf_counter()
     for key in variants:
@@ -230,17 +244,17 @@ def main(argv=None) -> int:
             from minichess_envs.tablebase import Tablebase
 
             tablebase = Tablebase.load("3x3")
-        for player in [ppo, *az]:
+        baseline_players = [Player(f"baseline: {name}", baseline_agent(name, seed=0), "baseline", cores="-",
+                                   source="agents.reports.baseline_agent") for name in BASELINES]
+        for player in [ppo, *az, *baseline_players]:
             print(f"{variant}: evaluating {player.label} ...", flush=True)
             rows.append(evaluate_player(player, variant, args, tablebase))
-        baseline_rows += baselines(variant, COLORS, args.games, seed=0)
         for other in az:
             print(f"{variant}: {ppo.label} against {other.label} ...", flush=True)
             h2h.append(head_to_head(ppo, other, variant, args))
     write_csv(os.path.join(args.out, "compare.csv"), rows)
     write_csv(os.path.join(args.out, "h2h.csv"), h2h)
-    write_csv(os.path.join(args.out, "baselines.csv"), baseline_rows)
-    text = report(rows, h2h, baseline_rows, notes, args, time.perf_counter() - started, machine_text(measured))
+    text = report(rows, h2h, notes, args, time.perf_counter() - started, machine_text(measured))
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
     print(text)
@@ -252,7 +266,7 @@ def _rate(row: dict, color: str) -> str:
             f"{row[f'vs_random_{color}_high']:.3f}]")
 
 
-def report(rows: list[dict], h2h: list[dict], baseline_rows: list[dict], notes: list[str], args, wall: float,
+def report(rows: list[dict], h2h: list[dict], notes: list[str], args, wall: float,
            measured_on: str) -> str:
     h2h_by = {(r["variant"], r["opponent"]): r for r in h2h}
     table_rows = []
@@ -284,9 +298,8 @@ counts for both sides; `agents.arena.play_game`, seeds `game_seed(0, k)`).
 
 {table}
 
-Baselines, the same protocol ({args.games:,} games per color against random, seed 0):
-
-{baseline_table(baseline_rows)}
+The baselines (random, greedy capture, minimax depth 1 and 2 on material; `agents.reports.BASELINES`) play
+the same protocol and need no training.
 
 Env steps are not the same unit: a PPO env step is the learner's move plus the random player's reply (about
 two plies), an AlphaZero sample is one self-play position (one ply, searched with MCTS). Wall-clock is
@@ -297,7 +310,7 @@ training only (evaluation during training excluded), as measured when each run t
 {h2h_table}
 {note_text}
 
-Whole comparison: {wall / 60:.1f} min. {measured_on} Rows: `compare.csv`, `h2h.csv`, `baselines.csv`.
+Whole comparison: {wall / 60:.1f} min. {measured_on} Rows: `compare.csv`, `h2h.csv`.
 """
 
 

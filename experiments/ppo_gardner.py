@@ -1,41 +1,51 @@
-"""PPO with GAE on Gardner minichess: Alpha-Mini reproduced, in RLlib or stable-baselines3.
+"""PPO with GAE on Gardner minichess: the built-in PPO, RLlib or stable-baselines3; king capture and checkmate.
 
-    python experiments/ppo_gardner.py                          # Alpha-Mini's setting, Black and checkmate rules too:
-                                                               # about 15 minutes on 2 CPU cores
+    python experiments/ppo_gardner.py                          # built-in PPO, both rule sets: <= 30 min on 2 cores
     python experiments/ppo_gardner.py --resume                 # continue an interrupted run
-    python experiments/ppo_gardner.py --backend sb3            # sb3-contrib MaskablePPO instead of RLlib
-    python experiments/ppo_gardner.py --rules checkmate --color black --steps 400000
-    python experiments/ppo_gardner.py --selfplay               # the Alpha-Mini procedure (Alpha-Mini's figure 3)
-    python experiments/ppo_gardner.py --sweep                  # gamma x lambda grid of Alpha-Mini's table 1 (Ray Tune)
+    python experiments/ppo_gardner.py --backend rllib          # Alpha-Mini in RLlib: 4 policies
+    python experiments/ppo_gardner.py --backend sb3            # sb3-contrib MaskablePPO
+    python experiments/ppo_gardner.py --rules checkmate --steps 400000 --minutes 10
+    python experiments/ppo_gardner.py --backend rllib --selfplay   # the Alpha-Mini procedure (Alpha-Mini's figure 3)
+    python experiments/ppo_gardner.py --backend rllib --sweep  # gamma x lambda grid of Alpha-Mini's table 1 (Ray Tune)
     python -m experiments.ppo_gardner --steps 8000             # as a module, from the repository root
 
-Needs ``pip install -e ".[rllib]"`` (or ``".[sb3]"`` for ``--backend sb3``) and ``".[agents]"`` for the plots.
+The built-in backend needs only torch (``".[agents]"``); ``--backend rllib`` needs ``".[rllib]"``,
+``--backend sb3`` ``".[sb3]"``.
 
-Default: four policies, each trained for ``--steps`` env steps (learner moves)
-against the random player, with material shaping (outcome +-1, plus the
-change of material lead / 600: Alpha-Mini's king 60000 / pawn 100), gamma
-0.3, lambda 1.0, entropy 0 (Alpha-Mini's values):
+Built-in PPO (``--backend native``, the default; ``agents/ppo/native.py``): one network per rule set
+plays both colors (``--color random``: the learner's color drawn per game), material shaping
+(outcome +-1, plus the change of material lead / 600: Alpha-Mini's king 60000 / pawn 100):
 
-* king-capture rules (``MiniChess-GardnerKingCapture-v0``) as White: Alpha-Mini's
-  setting and the target (>= 97% wins over >= 1,000 games; Alpha-Mini: 96.6%);
-* king-capture as Black; checkmate rules (``MiniChess-Gardner-v0``) as White and as Black.
+* king capture (``MiniChess-GardnerKingCapture-v0``): Alpha-Mini's setting, against the random player,
+  gamma 0.3, lambda 1.0 (Alpha-Mini's values); target >= 97% as White over 1,000 games (Alpha-Mini: 96.6%);
+* checkmate (``MiniChess-Gardner-v0``, the variant's real rules): against the random player, gamma 0.9,
+  lambda 0.95 (a mate takes several moves to set up; gamma 0.3 barely sees past the next capture),
+  a pawn of material worth 0.01 (6x Alpha-Mini's shaping), a rule draw (stalemate, repetition,
+  insufficient material) -0.5, lr 1e-3, 64 games, 8192-step batches, 2 epochs of 512-sample
+  minibatches (the best of the settings tried in 5-minute runs: docs/benchmarks.md); target >= 90%
+  wins against random with both colors over 1,000 games each. ``--pool`` trains against a pool of
+  the learner's past selves and the random player instead (``agents/ppo/selfplay.py``).
 
-Every policy is then evaluated deterministically (argmax over legal moves)
-with ``agents.evaluation.versus_random`` over ``--final-games`` games (seed 0)
-under both rule sets, as the color it trained as. During training, 200 games
-per iteration (seed 10000) give the learning curves.
+The per-rule-set defaults (budgets, gamma, lambda, shaping, batch sizes, self-play) are
+``NATIVE_DEFAULTS``; flags override them. RLlib and SB3 (``--backend rllib|sb3``): Alpha-Mini's four policies, each color trained
+separately for ``--steps`` env steps against the random player, gamma 0.3, lambda 1.0.
 
-Our batch settings differ from Alpha-Mini's (train batch 1000, minibatch 100,
-lr 1e-5, a pretrained or slow setup on a GPU): 4000-step batches, minibatch
-256, 4 epochs, lr 3e-4, a 3-layer 32-channel conv net with a spatial policy
-head, sampled from 32 games at once through the native vector env, all in one
-process with one torch thread; see the report for the measured speed.
+Every policy is then evaluated deterministically (argmax over legal moves) with
+``agents.evaluation.versus_random`` over ``--final-games`` games per color (seed 0) under both rule
+sets, and plays ``--match-games`` games against greedy capture and minimax depth 2 under its own
+rules. The baselines (random, greedy, minimax depth 1 and 2) play the same ``versus_random`` protocol.
+During training, ``--eval-games`` games per color every ``--eval-every`` iterations (seed 10000) give
+the learning curves.
+
+Batch settings (unless NATIVE_DEFAULTS says otherwise): 4000-step batches, minibatch 256, 4 epochs,
+lr 3e-4, a 3-layer 32-channel conv net with a spatial policy head, 32 games at once, one process, one
+torch thread.
 
 Writes under ``--out`` (default runs/ppo_gardner/): one directory per policy
-(``<backend>_<rules>_<color>/``: checkpoint/, agent/, metrics.csv), report.md,
-results.csv, win_rate_vs_steps.png, win_rate_vs_time.png; ``--selfplay`` adds
-selfplay/ (steps.csv, selfplay.md, selfplay.png), ``--sweep`` adds sweep/
-(sweep.csv, sweep.md). Load a policy with ``agents.load(".../agent")``.
+(``<backend>_<rules>_<color>/``: checkpoint/, agent/, metrics.csv, tensorboard/), report.md,
+results.csv, matches.csv, baselines.csv, win_rate_vs_steps.png, win_rate_vs_time.png; ``--selfplay``
+adds selfplay/ (steps.csv, selfplay.md, selfplay.png), ``--sweep`` adds sweep/ (sweep.csv, sweep.md).
+Load a policy with ``agents.load(".../agent")``.
 """
 
 from __future__ import annotations
@@ -56,6 +66,16 @@ from agents.runs import machine, machine_text, write_csv  # noqa: E402
 RULES = {"kingcapture": "gardner-kingcapture", "checkmate": "gardner"}
 COLORS = ("white", "black")
 TARGET = 0.97
+CHECKMATE_TARGET = 0.90  # wins against random with both colors, checkmate rules
+MATCH_OPPONENTS = ("greedy", "minimax-d2")
+#: The built-in backend's defaults per rule set: a budget in env steps and minutes (whichever comes first;
+#: the two together stay within 30 minutes on 2 cores, evaluation included), gamma, lambda, self-play.
+NATIVE_DEFAULTS = {
+    "kingcapture": dict(steps=150_000, minutes=5.0, gamma=0.3, lambda_=1.0, material_scale=1 / 600, draw_reward=0.0,
+                        pool=False),
+    "checkmate": dict(steps=3_000_000, minutes=18.0, gamma=0.9, lambda_=0.95, material_scale=0.01, draw_reward=-0.5,
+                      pool=False, lr=1e-3, num_envs=64, train_batch=8192, epochs=2, minibatch=512),
+}
 ALPHA_MINI_RESULT = 0.966
 #: Alpha-Mini's table 1: (gamma, lambda) -> its win rate against random.
 ALPHA_MINI_TABLE = {(0.1, 1.0): 0.866, (0.3, 1.0): 0.966, (0.5, 1.0): 0.902, (0.7, 1.0): 0.415, (0.9, 1.0): 0.556,
@@ -65,27 +85,48 @@ ALPHA_MINI_TABLE = {(0.1, 1.0): 0.866, (0.3, 1.0): 0.966, (0.5, 1.0): 0.902, (0.
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="runs/ppo_gardner")
-    p.add_argument("--backend", choices=("rllib", "sb3"), default="rllib")
+    p.add_argument("--backend", choices=("native", "rllib", "sb3"), default="native")
     p.add_argument("--rules", choices=("kingcapture", "checkmate", "both"), default="both")
-    p.add_argument("--color", choices=("white", "black", "both"), default="both")
-    p.add_argument("--steps", type=int, default=250_000, help="env steps (learner moves) per policy")
-    p.add_argument("--minutes", type=float, default=None, help="wall-clock limit per policy (whichever first)")
-    p.add_argument("--eval-games", type=int, default=200, help="games per iteration for the learning curves")
+    p.add_argument("--color", choices=("white", "black", "both", "random"), default=None,
+                   help="both: one policy per color; random: one policy for both colors (the color drawn per "
+                        "game). Default: random for native, both for rllib/sb3")
+    p.add_argument("--steps", type=int, default=None,
+                   help="env steps (learner moves) per policy (default: NATIVE_DEFAULTS; rllib/sb3 250,000)")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="wall-clock limit per policy, whichever comes first (default: NATIVE_DEFAULTS; rllib/sb3 none)")
+    p.add_argument("--eval-games", type=int, default=200, help="games per color for the learning curves")
+    p.add_argument("--eval-every", type=int, default=None, help="iterations between learning-curve points "
+                   "(default: 10 for native, 1 for rllib/sb3)")
     p.add_argument("--final-games", type=int, default=1000, help="games per color and rule set at the end")
+    p.add_argument("--match-games", type=int, default=200,
+                   help="games against greedy and minimax depth 2 per policy (half as each color)")
     p.add_argument("--resume", action="store_true", help="continue the runs found under --out")
-    # PPO (defaults: PPOSettings, i.e. Alpha-Mini's gamma / lambda / entropy and our batch sizes)
+    # PPO (defaults: NATIVE_DEFAULTS for native, else PPOSettings: Alpha-Mini's gamma / lambda / entropy)
     d = PPOSettings()
-    p.add_argument("--gamma", type=float, default=d.gamma)
-    p.add_argument("--lambda", dest="lambda_", type=float, default=d.lambda_)
-    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--gamma", type=float, default=None)
+    p.add_argument("--lambda", dest="lambda_", type=float, default=None)
+    p.add_argument("--material-scale", type=float, default=None,
+                   help="reward per pawn of material lead gained (default: NATIVE_DEFAULTS; rllib/sb3 1/600)")
+    p.add_argument("--draw-reward", type=float, default=None,
+                   help="native: reward added when the rules draw a game (default: NATIVE_DEFAULTS)")
+    p.add_argument("--lr", type=float, default=None, help=f"default: NATIVE_DEFAULTS, else {d.lr}")
     p.add_argument("--entropy", type=float, default=d.entropy_coeff)
-    p.add_argument("--train-batch", type=int, default=d.train_batch)
-    p.add_argument("--minibatch", type=int, default=d.minibatch)
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--num-envs", type=int, default=d.num_envs)
+    p.add_argument("--train-batch", type=int, default=None, help=f"default: NATIVE_DEFAULTS, else {d.train_batch}")
+    p.add_argument("--minibatch", type=int, default=None, help=f"default: NATIVE_DEFAULTS, else {d.minibatch}")
+    p.add_argument("--epochs", type=int, default=None, help=f"default: NATIVE_DEFAULTS, else {d.epochs}")
+    p.add_argument("--num-envs", type=int, default=None, help=f"default: NATIVE_DEFAULTS, else {d.num_envs}")
     p.add_argument("--channels", type=int, default=d.channels)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--threads", type=int, default=d.threads)
+    # the built-in backend's self-play: a pool of past selves (agents/ppo/selfplay.py)
+    p.add_argument("--pool", action=argparse.BooleanOptionalAction, default=None,
+                   help="native: train against a pool of past selves and the random player (default: "
+                        "NATIVE_DEFAULTS: off)")
+    p.add_argument("--pool-random", type=float, default=d.selfplay_random,
+                   help="share of games against the random player")
+    p.add_argument("--pool-every", type=int, default=d.pool_every, help="iterations between snapshots")
+    p.add_argument("--pool-size", type=int, default=d.pool_size, help="snapshots kept (the newest)")
+    p.add_argument("--pool-sampling", choices=("uniform", "recent"), default=d.pool_sampling)
     # the Alpha-Mini procedure
     p.add_argument("--selfplay", action="store_true", help="run the Alpha-Mini procedure instead")
     p.add_argument("--selfplay-steps", type=int, default=8, help="procedure steps k = 1..N")
@@ -97,21 +138,49 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sweep-steps", type=int, default=60_000, help="env steps per grid point")
     p.add_argument("--sweep-concurrency", type=int, default=2, help="trials at once (one CPU each)")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.final_games < 1:
+    if (args.steps is not None and args.steps < 1) or args.final_games < 1:
         p.error("--steps and --final-games must be positive")
     if args.selfplay and args.sweep:
         p.error("--selfplay and --sweep are separate runs; pick one")
+    if args.pool and args.backend != "native":
+        p.error("--pool (self-play against past selves) is the native backend's; rllib/sb3 have --selfplay")
+    if args.color is None:
+        args.color = "random" if args.backend == "native" else "both"
+    if args.eval_every is None:
+        args.eval_every = 10 if args.backend == "native" else 1
     return args
 
 
+def rule_defaults(args, rules: str) -> dict:
+    """Budget, gamma, lambda and self-play of one rule set: the flags, else the backend's defaults."""
+    if args.backend == "native":
+        d = dict(NATIVE_DEFAULTS[rules])
+    else:
+        d = dict(steps=250_000, minutes=None, gamma=PPOSettings.gamma, lambda_=PPOSettings.lambda_,
+                 material_scale=PPOSettings.material_scale, draw_reward=0.0, pool=False)
+    for key in ("train_batch", "minibatch", "epochs", "num_envs", "lr"):
+        d.setdefault(key, getattr(PPOSettings, key))
+    for key in d:
+        if getattr(args, key) is not None:
+            d[key] = getattr(args, key)
+    return d
+
+
 def base_settings(args, rules: str, color: str) -> PPOSettings:
-    return PPOSettings(variant=RULES[rules], agent_color=color, gamma=args.gamma, lambda_=args.lambda_, lr=args.lr,
-                       entropy_coeff=args.entropy, train_batch=args.train_batch, minibatch=args.minibatch,
-                       epochs=args.epochs, num_envs=args.num_envs, channels=args.channels, seed=args.seed,
-                       threads=args.threads)
+    d = rule_defaults(args, rules)
+    return PPOSettings(variant=RULES[rules], agent_color=color, gamma=d["gamma"], lambda_=d["lambda_"], lr=d["lr"],
+                       material_scale=d["material_scale"], draw_reward=d["draw_reward"],
+                       entropy_coeff=args.entropy, train_batch=d["train_batch"], minibatch=d["minibatch"],
+                       epochs=d["epochs"], num_envs=d["num_envs"], channels=args.channels, seed=args.seed,
+                       threads=args.threads, selfplay=d["pool"], selfplay_random=args.pool_random,
+                       pool_every=args.pool_every, pool_size=args.pool_size, pool_sampling=args.pool_sampling)
 
 
 def trainer_for(backend: str):
+    if backend == "native":
+        from agents.ppo import native
+
+        return native.train
     if backend == "sb3":
         from agents.ppo import sb3_train
 
@@ -119,6 +188,11 @@ def trainer_for(backend: str):
     from agents.ppo import rllib_train
 
     return rllib_train.train
+
+
+def eval_colors(color: str) -> list[str]:
+    """The colors a policy trained as ``color`` is evaluated as."""
+    return list(COLORS) if color == "random" else [color]
 
 
 # -- the default: policies against the random player ----------------------------------------------
@@ -138,19 +212,25 @@ def main(argv=None) -> int:
     colors = list(COLORS) if args.color == "both" else [args.color]
     runs = []
     for rules in rules_list:
+        budget = rule_defaults(args, rules)
         for color in colors:
             settings = base_settings(args, rules, color)
             run_dir = os.path.join(args.out, f"{args.backend}_{rules}_{color}")
-            state = train(settings, run_dir, env_steps=args.steps, minutes=args.minutes, eval_games=args.eval_games,
-                          resume=args.resume, desc=f"{args.backend} {rules} {color}")
-            runs.append({"rules": rules, "color": color, "dir": run_dir, "settings": settings, "state": state})
-    print(f"final evaluation: {args.final_games} games per policy and rule set ...", flush=True)
+            state = train(settings, run_dir, env_steps=budget["steps"], minutes=budget["minutes"],
+                          eval_games=args.eval_games, eval_every=args.eval_every, resume=args.resume,
+                          desc=f"{args.backend} {rules} {color}")
+            runs.append({"rules": rules, "color": color, "dir": run_dir, "settings": settings, "state": state,
+                         "budget": budget})
+    print(f"final evaluation: {args.final_games} games per policy, color and rule set ...", flush=True)
     results = final_evaluation(runs, args)
-    print("baselines: random and greedy against random ...", flush=True)
-    baseline_rows = [row for rules in RULES for row in baselines(RULES[rules], colors, args.final_games, seed=0)]
+    print(f"matches: {args.match_games} games per policy against {', '.join(MATCH_OPPONENTS)} ...", flush=True)
+    matches = baseline_matches(runs, args)
+    print("baselines: random, greedy, minimax d1 and d2 against random ...", flush=True)
+    played = sorted({c for run in runs for c in eval_colors(run["color"])}, key=COLORS.index)
+    baseline_rows = [row for rules in RULES for row in baselines(RULES[rules], played, args.final_games, seed=0)]
     write_csv(os.path.join(args.out, "baselines.csv"), baseline_rows)
     wall = time.perf_counter() - started
-    write_report(args, runs, results, baseline_rows, wall, machine_text(measured))
+    write_report(args, runs, results, matches, baseline_rows, wall, machine_text(measured))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
@@ -162,16 +242,43 @@ def final_evaluation(runs: list[dict], args) -> list[dict]:
     for run in runs:
         agent = agents.load(os.path.join(run["dir"], "agent"))
         for eval_rules in RULES:
-            t = time.perf_counter()
-            match = versus_random(agent, RULES[eval_rules], games=args.final_games, color=run["color"], seed=0)
-            lo, hi = match.win_interval
-            rows.append({"backend": args.backend, "trained_rules": run["rules"], "color": run["color"],
-                         "eval_rules": eval_rules, "games": match.games, "wins": match.wins, "draws": match.draws,
-                         "losses": match.losses, "truncated": match.truncated, "win_rate": match.win_rate,
-                         "win_low": lo, "win_high": hi, "mean_plies": match.mean_plies,
-                         "env_steps": run["state"].env_steps, "train_s": train_seconds(run["state"].metrics),
-                         "eval_s": time.perf_counter() - t})
+            for color in eval_colors(run["color"]):
+                t = time.perf_counter()
+                match = versus_random(agent, RULES[eval_rules], games=args.final_games, color=color, seed=0)
+                lo, hi = match.win_interval
+                rows.append({"backend": args.backend, "trained_rules": run["rules"], "trained_as": run["color"],
+                             "color": color, "eval_rules": eval_rules, "games": match.games, "wins": match.wins, "draws": match.draws,
+                             "losses": match.losses, "truncated": match.truncated, "win_rate": match.win_rate,
+                             "win_low": lo, "win_high": hi, "mean_plies": match.mean_plies,
+                             "env_steps": run["state"].env_steps, "train_s": train_seconds(run["state"].metrics),
+                             "eval_s": time.perf_counter() - t})
     write_csv(os.path.join(args.out, "results.csv"), rows)
+    return rows
+
+
+def baseline_matches(runs: list[dict], args) -> list[dict]:
+    """Each policy against greedy capture and minimax depth 2 under its own rules, half the games as each color."""
+    import agents
+    from agents.arena import play_match
+    from agents.reports import baseline_agent
+
+    rows = []
+    for run in runs:
+        agent = agents.load(os.path.join(run["dir"], "agent"))
+        agent.name = "ppo"
+        for name in MATCH_OPPONENTS:
+            result = play_match(agent, baseline_agent(name, seed=0), RULES[run["rules"]], games=args.match_games,
+                                seed=0)
+            total = result.tally("ppo")
+            lo, hi = total.interval
+            row = {"trained_rules": run["rules"], "trained_as": run["color"], "opponent": name, "games": total.games,
+                   "wins": total.wins, "draws": total.draws, "losses": total.losses, "score": total.score,
+                   "score_low": lo, "score_high": hi}
+            for color in COLORS:
+                t = result.tally("ppo", color=color)
+                row[f"as_{color}"] = f"+{t.wins} ={t.draws} -{t.losses}"
+            rows.append(row)
+    write_csv(os.path.join(args.out, "matches.csv"), rows)
     return rows
 
 
@@ -194,36 +301,56 @@ def curve(metrics: list[dict], color: str) -> tuple[list, list, list]:
     return steps, seconds, rates
 
 
-def write_report(args, runs, results, baseline_rows, wall: float, measured_on: str) -> None:
+def write_report(args, runs, results, matches, baseline_rows, wall: float, measured_on: str) -> None:
     out = args.out
     by_steps, by_time = {}, {}
     for run in runs:
-        steps, seconds, rates = curve(run["state"].metrics, run["color"])
-        label = f"{run['rules']}, {run['color']}"
-        by_steps[label] = (steps, rates)
-        by_time[label] = ([s / 60 for s in seconds], rates)
+        for color in eval_colors(run["color"]):
+            steps, seconds, rates = curve(run["state"].metrics, color)
+            label = f"{run['rules']}, {color}" + (" (one network, both colors)" if run["color"] == "random" else "")
+            by_steps[label] = (steps, rates)
+            by_time[label] = ([s / 60 for s in seconds], rates)
     title = f"PPO ({args.backend}) against the random player: win rate of the greedy policy ({args.eval_games} games)"
     curves_plot(os.path.join(out, "win_rate_vs_steps.png"), by_steps, "env steps (learner moves)", "win rate",
                 title, hline=(TARGET, "target 0.97"))
     curves_plot(os.path.join(out, "win_rate_vs_time.png"), by_time, "training wall-clock (minutes)", "win rate",
                 title, hline=(TARGET, "target 0.97"))
+
+    def rate(r):
+        text = f"{r['win_rate']:.3f} [{r['win_low']:.3f}, {r['win_high']:.3f}]"
+        return f"**{text}**" if r["trained_rules"] == r["eval_rules"] else text
+
     table = markdown_table(
-        ["trained on", "as", "evaluated under", "W-D-L", "win rate [95% Wilson]", "env steps", "training time"],
-        [[r["trained_rules"], r["color"], r["eval_rules"], f"{r['wins']}-{r['draws']}-{r['losses']}",
-          f"**{r['win_rate']:.3f}** [{r['win_low']:.3f}, {r['win_high']:.3f}]" if r["trained_rules"] == r["eval_rules"]
-          else f"{r['win_rate']:.3f} [{r['win_low']:.3f}, {r['win_high']:.3f}]",
-          f"{r['env_steps']:,}", f"{r['train_s'] / 60:.1f} min"] for r in results])
-    target_rows = [r for r in results if (r["trained_rules"], r["color"], r["eval_rules"]) ==
-                   ("kingcapture", "white", "kingcapture")]
-    verdict = ""
-    if target_rows:
-        r = target_rows[0]
+        ["trained on", "trained as", "evaluated under", "as", "W-D-L", "win rate vs random [95% Wilson]",
+         "env steps", "training time"],
+        [[r["trained_rules"], r["trained_as"], r["eval_rules"], r["color"], f"{r['wins']}-{r['draws']}-{r['losses']}",
+          rate(r), f"{r['env_steps']:,}", f"{r['train_s'] / 60:.1f} min"] for r in results])
+    verdicts = []
+    seed_rows = [r for r in results if (r["trained_rules"], r["color"], r["eval_rules"]) ==
+                 ("kingcapture", "white", "kingcapture")]
+    if seed_rows:
+        r = seed_rows[0]
         met = r["win_rate"] >= TARGET and r["games"] >= 1000
-        verdict = (f"**Target** (king capture, White, >= {TARGET:.0%} over >= 1,000 games; Alpha-Mini: "
-                   f"{ALPHA_MINI_RESULT:.1%}): {r['win_rate']:.1%} [{r['win_low']:.1%}, {r['win_high']:.1%}] over "
-                   f"{r['games']:,} games after {r['env_steps']:,} env steps and {r['train_s'] / 60:.1f} min of "
-                   f"training: **{'met' if met else 'not met'}**.")
-    speed = []
+        verdicts.append(
+            f"**Target, king capture** (White, >= {TARGET:.0%} over >= 1,000 games; Alpha-Mini: {ALPHA_MINI_RESULT:.1%}): "
+            f"{r['win_rate']:.1%} [{r['win_low']:.1%}, {r['win_high']:.1%}] over {r['games']:,} games after "
+            f"{r['env_steps']:,} env steps and {r['train_s'] / 60:.1f} min of training: **{'met' if met else 'not met'}**.")
+    mate_rows = [r for r in results if r["trained_rules"] == r["eval_rules"] == "checkmate"]
+    if {r["color"] for r in mate_rows} == set(COLORS):
+        met = all(r["win_rate"] >= CHECKMATE_TARGET and r["games"] >= 1000 for r in mate_rows)
+        rates = ", ".join(f"as {r['color']} {r['win_rate']:.1%} [{r['win_low']:.1%}, {r['win_high']:.1%}]"
+                          for r in mate_rows)
+        verdicts.append(
+            f"**Target, checkmate** (>= {CHECKMATE_TARGET:.0%} wins against random with both colors over >= 1,000 "
+            f"games each, within the default budget): {rates} over {mate_rows[0]['games']:,} games each after "
+            f"{mate_rows[0]['env_steps']:,} env steps and {mate_rows[0]['train_s'] / 60:.1f} min of training: "
+            f"**{'met' if met else 'not met'}**.")
+    match_table = markdown_table(
+        ["policy", "against", "games", "PPO +W =D -L", "PPO score [95% Wilson]", "PPO as White", "PPO as Black"],
+        [[f"{m['trained_rules']} ({m['trained_as']})", m["opponent"], m["games"],
+          f"+{m['wins']} ={m['draws']} -{m['losses']}", f"{m['score']:.3f} [{m['score_low']:.3f}, {m['score_high']:.3f}]",
+          m["as_white"], m["as_black"]] for m in matches]) if matches else "(no matches played)"
+    speed, pools = [], []
     for run in runs:
         m = run["state"].metrics
         steps = run["state"].env_steps
@@ -232,22 +359,39 @@ def write_report(args, runs, results, baseline_rows, wall: float, measured_on: s
                       f"{steps / max(train_seconds(m), 1e-9):,.0f}",
                       f"{sum(sample) / max(len(sample), 1):,.0f}" if sample else "-",
                       f"{m[-1]['episode_len_mean']:.1f}" if m else "-"])
+        if run["settings"].selfplay and m:
+            vs_random = sum(x.get("games_vs_random", 0) for x in m)
+            vs_self = sum(x.get("games_vs_past_self", 0) for x in m)
+            total = max(vs_random + vs_self, 1)
+            st = run["settings"]
+            pools.append([f"{run['rules']}, {run['color']}", f"every {st.pool_every} iterations, newest {st.pool_size}",
+                          st.pool_sampling, f"{m[-1].get('pool_size', 0)}", f"{vs_self:,} ({vs_self / total:.1%})",
+                          f"{vs_random:,} ({vs_random / total:.1%})"])
     speed_table = markdown_table(["policy", "env steps", "training time", "env steps/s (training, overall)",
                                   "env steps/s while sampling", "mean episode length (last iteration)"], speed)
-    s = runs[0]["settings"] if runs else PPOSettings()
-    settings = "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(s).items()
-                         if k not in ("variant", "agent_color", "opponent", "opponent_eps", "init_from"))
+    pool_text = ""
+    if pools:
+        pool_text = "\n\nSelf-play (`agents/ppo/selfplay.py`): each iteration draws one past self from the pool; each game " \
+                    "draws its opponent at its start, the random player with probability " \
+                    f"{runs[-1]['settings'].selfplay_random}, else that past self (sampling from its policy).\n\n" + \
+                    markdown_table(["policy", "snapshots", "sampling", "pool size at the end", "games vs past selves",
+                                    "games vs random"], pools)
+    settings = "\n".join(
+        f"{run['rules']} ({run['color']}): steps {run['budget']['steps']:,}, minutes {run['budget']['minutes']}, "
+        + ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(run["settings"]).items()
+                    if k not in ("variant", "agent_color", "opponent", "opponent_eps", "init_from"))
+        for run in runs)
     extra = ""
     for name, title in (("selfplay/selfplay.md", "Alpha-Mini procedure"), ("sweep/sweep.md", "gamma x lambda sweep")):
         if os.path.exists(os.path.join(out, name)):
             extra += f"\n- {title}: [{name}]({name})"
+    verdict = "\n\n".join(verdicts)
     text = f"""# PPO with GAE on Gardner minichess ({args.backend})
 
-Alpha-Mini reproduced: PPO with GAE against the uniformly random player, material shaping,
-gamma {s.gamma}, lambda {s.lambda_}. Each policy trained as one color under one rule set for up to
-{args.steps:,} env steps (one env step = the learner's move and the random reply), then played
-{args.final_games:,} games per rule set as that color against the random player, greedily (argmax over legal
-moves), `agents.evaluation.versus_random(..., seed=0)`.
+Each policy trained under one rule set (as one color, or as both with one network: "random"), with
+material shaping, then played {args.final_games:,} games per color and rule set against the random player,
+greedily (argmax over legal moves), `agents.evaluation.versus_random(..., seed=0)`. One env step = the
+learner's move and the opponent's reply.
 
 {verdict}
 
@@ -257,10 +401,15 @@ Baselines, the same protocol (`versus_random`, seed 0, {args.final_games:,} game
 
 {baseline_table(baseline_rows)}
 
+Against stronger players, under the rules each policy trained on ({args.match_games} games each, half as each color,
+`agents.arena.play_match`, seed 0; greedy and minimax pick at random among equal moves):
+
+{match_table}
+
 Bold: the rule set the policy trained under. King-capture rules end the game when a king is taken (a random
-player often leaves its king en prise); under checkmate rules the random player never moves into check, the
-game must end in mate, and most non-wins are draws (stalemate, repetition, insufficient material or the ply
-limit; `results.csv` has the counts).
+player often leaves its king en prise, so greedy capture already wins most games); under checkmate rules the
+random player never moves into check, the game must end in mate, and most non-wins are draws (stalemate,
+repetition, insufficient material or the ply limit; `results.csv` has the counts).{pool_text}
 
 ## Speed
 
@@ -269,19 +418,18 @@ limit; `results.csv` has the counts).
 {speed_table}
 
 Curves: `win_rate_vs_steps.png`, `win_rate_vs_time.png` (the greedy policy against the random player,
-{args.eval_games} games every iteration, seed 10000; training time excludes those games). Every iteration's
-numbers: `<run>/metrics.csv`.{extra}
+{args.eval_games} games per color every {args.eval_every} iterations, seed 10000; training time excludes those
+games). Every iteration's numbers: `<run>/metrics.csv`; TensorBoard: `<run>/tensorboard/`.{extra}
 
 ## Settings
 
 ```
 backend = {args.backend}
-steps per policy = {args.steps:,}
 {settings}
 ```
 
 Policies: `agents.load("{out}/<backend>_<rules>_<color>/agent")` (plain torch; Ray/SB3 not needed);
-checkpoints in `<run>/checkpoint/` (resume with `--resume`), TensorBoard logs in `<run>/tensorboard/`.
+checkpoints in `<run>/checkpoint/` (resume with `--resume`).
 """
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)
@@ -295,7 +443,7 @@ def run_selfplay(args) -> int:
 
     out = os.path.join(args.out, "selfplay")
     rules = "kingcapture" if args.rules == "both" else args.rules
-    settings = base_settings(args, rules, "white")
+    settings = dataclasses.replace(base_settings(args, rules, "white"), selfplay=False)
     config = AlphaMiniConfig(steps=args.selfplay_steps, env_steps_per_policy=args.steps_per_policy, eps=args.eps,
                              eval_games=args.selfplay_games)
     measured = machine()
