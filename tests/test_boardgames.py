@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -135,3 +137,149 @@ def test_search_in_tictactoe_blocks_and_takes_the_win_in_one():
     game = play(TicTacToe, [0, 3, 1, 4])  # X: 0, 1 -> X wins at 2
     visits, q = run_game_search([game], UniformEvaluator(), SearchConfig(simulations=100))
     assert int(visits[0].argmax()) == 2 and q[0, 2] > 0.98
+
+
+def test_board_games_rebuild_from_pettingzoo_observations():
+    rng = np.random.default_rng(3)
+    for cls, name in ((TicTacToe, "tictactoe"), (ConnectFour, "connect_four")):
+        for _ in range(10):
+            game = cls()
+            while not game.is_over():
+                rebuilt = cls.from_observation(game.observation())
+                assert rebuilt.board == game.board and rebuilt.key() == game.key()
+                assert rebuilt.to_play() == game.to_play() and rebuilt.result == game.result
+                game.step(int(rng.choice(game.legal_actions())))
+            assert cls.from_observation(game.observation()).winner() == game.winner()
+
+
+# -- the judges ----------------------------------------------------------------------
+
+
+def test_tictactoe_solver_knows_the_game():
+    from agents.boardgame_judges import solve_tictactoe
+
+    table = solve_tictactoe()
+    assert len(table.values) == 5478  # positions reachable from the empty board, finished ones included
+    assert len(table.non_terminal()) == 4520
+    assert table.values[(0,) * 9] == 0  # perfect play draws
+    finished = [g for g in table.games.values() if g.is_over()]
+    assert sum(g.winner() == 0 for g in finished) == 626 and sum(g.winner() == 1 for g in finished) == 316
+    assert sum(g.winner() is None for g in finished) == 16  # known counts of final positions
+    # a fork: X (first) holds opposite corners, O the centre; O to move must take an edge, not a corner
+    game = play(TicTacToe, [0, 4, 8])
+    values = table.move_values(game)
+    assert {a for a, v in values.items() if v == 0} == {1, 3, 5, 7} and values[2] == values[6] == -1
+
+
+def test_move_scoring_counts_blunders():
+    from agents.boardgame_judges import score_moves, solve_tictactoe
+
+    table = solve_tictactoe()
+    win = play(TicTacToe, [0, 3, 1, 4])  # X wins at 2; at 8 it lets O complete 3-4-5
+    draw = TicTacToe()
+    scores = score_moves([win, draw, draw], [8, 4, 4], [table.move_values(win), table.move_values(draw),
+                                                         table.move_values(draw)])
+    assert scores["positions"] == 3 and scores["value_preserving"] == pytest.approx(2 / 3)
+    assert scores["win->loss"] == 1 and scores["first player to move"]["positions"] == 3
+    with pytest.raises(ValueError, match="illegal action 0"):
+        score_moves([win], [0], [table.move_values(win)])
+
+
+def test_bitbully_judge_agrees_with_our_alpha_beta_on_shallow_positions():
+    pytest.importorskip("bitbully")
+    from agents.boardgame_judges import ConnectFourSolver, alpha_beta_values
+
+    solver = ConnectFourSolver()
+    rng = np.random.default_rng(5)
+    checked = 0
+    while checked < 12:
+        game = ConnectFour()
+        for _ in range(int(rng.integers(30, 38))):
+            if game.is_over():
+                break
+            game.step(int(rng.choice(game.legal_actions())))
+        if game.is_over():
+            continue
+        # searched to the end of the game, alpha-beta is exact: its values' signs are the solver's classes
+        ours = {c: int(np.sign(v)) for c, v in alpha_beta_values(game, 42 - game.moves, exact=True).items()}
+        assert ours == solver.move_values(game)
+        fast = alpha_beta_values(game, 42 - game.moves)  # the player's window: the best columns stay exact
+        assert {c for c, v in fast.items() if v == max(fast.values())} <= {c for c, v in ours.items()
+                                                                             if v == max(ours.values())}
+        checked += 1
+    # the empty board: the first player wins, and only in the centre column
+    values = solver.move_values(ConnectFour())
+    assert values[3] == 1 and all(v < 1 for c, v in values.items() if c != 3)
+
+
+def test_alpha_beta_takes_and_blocks_wins():
+    from agents.boardgame_judges import ConnectFourAlphaBeta
+
+    player = ConnectFourAlphaBeta(depth=2)
+    assert player.choose(play(ConnectFour, [3, 0, 3, 0, 3, 0])) == 3
+    assert player.choose(play(ConnectFour, [1, 1, 2, 2, 4])) == 3
+
+
+def test_matches_count_results_from_both_sides():
+    from agents.boardgame_judges import play_match, random_player
+
+    def first_column(games):
+        return [g.legal_actions()[0] for g in games]
+
+    # column 0 for both: the first player completes four in column 0 on its fourth move
+    result = play_match("connect_four", first_column, first_column, 3, first=True)
+    assert (result.wins, result.draws, result.losses) == (3, 0, 0)
+    result = play_match("connect_four", first_column, first_column, 3, first=False)
+    assert (result.wins, result.losses) == (0, 3) and result.interval("wins")[1] < 0.6
+    result = play_match("tictactoe", random_player(1), random_player(2), 20, first=True)
+    assert result.games == 20
+
+
+# -- training -------------------------------------------------------------------------
+
+
+def _tiny(run_dir, **changes):
+    from agents.alphazero.boardgames import GameConfig
+
+    config = GameConfig(game="tictactoe", run_dir=str(run_dir), iterations=3, games_per_iteration=8,
+                        random_start_fraction=0.5, search=SearchConfig(simulations=8, leaves_per_tree=2),
+                        blocks=1, channels=8, policy_channels=2, batch_size=32, buffer_size=2000, threads=1)
+    return dataclasses.replace(config, **changes)
+
+
+def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
+    from agents.alphazero.boardgames import train
+
+    straight = train(_tiny(tmp_path / "a"), verbose=False)
+    train(_tiny(tmp_path / "b", iterations=1), verbose=False)
+    resumed = train(_tiny(tmp_path / "b"), resume=True, verbose=False)
+    assert resumed["iteration"] == 3
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    assert len(open(tmp_path / "b" / "metrics.csv").read().strip().splitlines()) == 4
+    with pytest.raises(ValueError, match="resume"):
+        train(_tiny(tmp_path / "b"), verbose=False)
+    with pytest.raises(ValueError, match="other settings"):
+        train(_tiny(tmp_path / "b", channels=16), resume=True, verbose=False)
+
+
+def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
+    import agents
+    from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, train, write_agent
+
+    state = train(_tiny(tmp_path, game="connect_four", iterations=1, games_per_iteration=2), verbose=False)
+    path = write_agent(str(tmp_path), state, simulations=8)
+    agent = agents.load(path)
+    assert isinstance(agent, BoardGameAlphaZeroAgent) and agent.simulations == 8
+    raw = BoardGameAlphaZeroAgent.load(path, simulations=0)
+    env = pettingzoo_env("connect_four")
+    for _ in range(10):
+        obs = env.observe(env.agent_selection)
+        for player in (agent, raw):
+            assert obs["action_mask"][player.act(obs["observation"], obs["action_mask"])] == 1
+        env.step(agent.act(obs["observation"], obs["action_mask"]))
+        if any(env.terminations.values()):
+            break
+    with pytest.raises(ValueError, match="does not fit tictactoe"):
+        BoardGameAlphaZeroAgent(agent.net, "tictactoe")

@@ -115,12 +115,35 @@ class _BoardGame:
 
     def observation(self) -> np.ndarray:
         """PettingZoo's planes: the mover's marks, then the opponent's."""
-        b = np.array(self.board, np.int8).reshape(self.height, self.width)
+        b = np.frombuffer(bytes(self.board), np.int8).reshape(self.height, self.width)
         me = 1 + self.to_play()
-        return np.stack([b == me, b == 3 - me], axis=2).astype(np.float32)
+        out = np.empty((self.height, self.width, 2), np.float32)
+        out[..., 0] = b == me
+        out[..., 1] = b == 3 - me
+        return out
 
     def key(self) -> int:
         return self.hash
+
+    @classmethod
+    def from_observation(cls, observation: np.ndarray):
+        """The position PettingZoo's observation shows (the mover's marks, then the opponent's):
+        the marks' count says who moves, so the board is all there is."""
+        planes = np.asarray(observation).reshape(cls.height, cls.width, 2) > 0
+        mover_first = planes[..., 0].sum() == planes[..., 1].sum()
+        first, second = (planes[..., 0], planes[..., 1]) if mover_first else (planes[..., 1], planes[..., 0])
+        game = cls()
+        game.board = (first.astype(np.int8) + 2 * second.astype(np.int8)).ravel().tolist()
+        game.moves = int(first.sum() + second.sum())
+        for cell, mark in enumerate(game.board):
+            if mark:
+                game.hash ^= cls.zobrist[cell][mark - 1]
+        for mark in (1, 2):
+            if any(all(game.board[c] == mark for c in line) for lines in cls.lines for line in lines):
+                game.result = mark - 1
+        if game.result is None and game.moves == len(game.board):
+            game.result = -1
+        return game
 
     def _place(self, cell: int) -> None:
         player = self.moves & 1
@@ -130,7 +153,10 @@ class _BoardGame:
         self.moves += 1
         board = self.board
         for line in self.lines[cell]:
-            if all(board[c] == mark for c in line):
+            for c in line:
+                if board[c] != mark:
+                    break
+            else:
                 self.result = player
                 return
         if self.moves == len(board):

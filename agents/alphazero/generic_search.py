@@ -82,10 +82,11 @@ class GameSearch:
 
     def _select_child(self, node: _Node, visits: int) -> int:
         sqrt_n = np.sqrt(F32(max(visits, 1)))
-        N, W = node.N, node.W
-        q = np.where(N > 0, W / np.maximum(N, F32(1.0)), self.fpu)
-        score = q + self.c_puct * node.P * sqrt_n / (F32(1.0) + N)
-        return int(np.argmax(score))  # the first of equal scores, as the C loop's strict '>'
+        N = node.N
+        score = node.W / np.maximum(N, F32(1.0))  # Q
+        score[N == 0] = self.fpu
+        score += self.c_puct * node.P * sqrt_n / (F32(1.0) + N)
+        return int(score.argmax())  # the first of equal scores, as the C loop's strict '>'
 
     def _backup(self, path: list, value) -> None:
         """Negamax with discount from the leaf up; each edge also gets its virtual loss back."""
