@@ -36,7 +36,7 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--iterations", type=int, default=25)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
     parser.add_argument("--eval-simulations", type=int, default=200, help="simulations per judged move")
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=3, channels=48, policy_channels=8, buffer_size=60_000, batch_size=256, sample_reuse=4.0,
-        learning_rate=2e-3, threads=args.threads)
+        learning_rate=2e-3, final_learning_rate=2e-4, threads=args.threads)
 
     def evaluate(net, iteration):
         agent = BoardGameAlphaZeroAgent(net, "connect_four", simulations=0)

@@ -283,3 +283,45 @@ def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
             break
     with pytest.raises(ValueError, match="does not fit tictactoe"):
         BoardGameAlphaZeroAgent(agent.net, "tictactoe")
+
+
+# -- PPO on the board games -----------------------------------------------------------
+
+
+def test_game_env_plays_one_side_against_the_opponent():
+    from agents.boardgame_ppo import GameEnv
+
+    def first_legal(games):
+        return [g.legal_actions()[0] for g in games]
+
+    env = GameEnv("connect_four", first_legal, learner_first=False)
+    obs, _ = env.reset(seed=0)
+    assert env.game.moves == 1 and obs[5, 0, 1] == 1  # the opponent dropped into column 0
+    assert env.action_masks().tolist() == [True] * 7
+    for _ in range(2):  # the learner plays column 6, the opponent stacks four in column 0
+        obs, reward, done, _, _ = env.step(6)
+        assert (reward, done) == (0.0, False)
+    obs, reward, done, _, info = env.step(6)
+    assert (reward, done, info["winner"]) == (-1.0, True, 0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(1)
+    env = GameEnv("tictactoe", first_legal, learner_first=True)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="illegal action 9"):
+        env.step(9)
+    for action in (4, 1, 7):  # the opponent fills 0, 2, 3: the learner completes 1-4-7
+        obs, reward, done, _, _ = env.step(action)
+    assert (reward, done) == (1.0, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opponent", ["random", "self"])
+def test_maskable_ppo_learns_tictactoe(opponent):
+    pytest.importorskip("sb3_contrib")
+    from agents.boardgame_judges import play_match, random_player
+    from agents.boardgame_ppo import policy_player, train_ppo
+
+    model = train_ppo("tictactoe", opponent, total_steps=20_000, seed=0)
+    result = play_match("tictactoe", policy_player(model), random_player(5), 200, first=True)
+    baseline = play_match("tictactoe", random_player(4), random_player(5), 200, first=True)
+    assert result.wins / result.games > max(0.75, baseline.wins / baseline.games + 0.15)

@@ -52,6 +52,7 @@ class GameConfig:
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
+    final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
     weight_decay: float = 1e-4
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
     threads: int = 0  # torch threads (0: torch's default)
@@ -148,6 +149,15 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     return Samples.concatenate(parts), results
 
 
+def learning_rate(config: GameConfig, iteration: int) -> float:
+    """The learning rate of an iteration (1-based): constant, or a cosine from ``learning_rate`` at the
+    first iteration to ``final_learning_rate`` at the last."""
+    if config.final_learning_rate is None or config.iterations <= 1:
+        return config.learning_rate
+    t = (iteration - 1) / (config.iterations - 1)
+    return config.final_learning_rate + 0.5 * (config.learning_rate - config.final_learning_rate) * (1 + math.cos(math.pi * t))
+
+
 def load_checkpoint(run_dir: str) -> dict:
     """The last checkpoint of a board-game run as :func:`train` returns it; ``ValueError`` naming the problem."""
     found = checkpoint_dir(run_dir)
@@ -173,7 +183,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     """
     if config.threads:
         torch.set_num_threads(config.threads)
-    run = Run(config.run_dir, config, KIND, resume=resume, may_differ=("iterations", "threads"), verbose=verbose)
+    may_differ = ("iterations", "threads") if config.final_learning_rate is None else ("threads",)  # decay uses it
+    run = Run(config.run_dir, config, KIND, resume=resume, may_differ=may_differ, verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net = make_net(config.game, config.blocks, config.channels, config.policy_channels)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
@@ -194,6 +205,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     try:
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             t0 = time.perf_counter()
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(config, iteration)
             evaluator.clear()  # new weights since the last iteration
             samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
                                           config.temperature_plies)
@@ -205,7 +218,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             train_s = time.perf_counter() - t1
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
-                **losses, "selfplay_s": selfplay_s, "train_s": train_s,
+                **losses, "learning_rate": learning_rate(config, iteration), "selfplay_s": selfplay_s,
+                "train_s": train_s,
                 "positions_per_s": len(samples) / max(selfplay_s, 1e-9),
                 "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
                 "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
