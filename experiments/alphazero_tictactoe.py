@@ -49,7 +49,7 @@ def perfect_player(table, seed: int = 0):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_tictactoe")
-    parser.add_argument("--iterations", type=int, default=60)
+    parser.add_argument("--iterations", type=int, default=80)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=32, help="simulations per move (self-play and judged)")
     parser.add_argument("--eval-sample", type=int, default=400, help="positions searched each iteration")

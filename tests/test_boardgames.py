@@ -58,6 +58,25 @@ def test_generic_search_gives_the_c_search_visit_counts_on_chess(variant, settin
     assert (c_visits > 0).sum() > len(positions)  # the search spread its visits: the comparison is not trivial
 
 
+def test_generic_search_rejects_misuse():
+    from agents.alphazero.generic_search import GameSearch
+
+    search = GameSearch(2, 7, (6, 7, 2))
+    with pytest.raises(ValueError, match="the game is over"):
+        search.set_root(0, play(ConnectFour, [0, 1, 0, 1, 0, 1, 0]))
+    search.set_root(0, ConnectFour())
+    observations, masks, keys = search.select(4, 10)
+    assert len(observations) == 1 and masks[0].tolist() == [1] * 7  # the root waits: one leaf this round
+    with pytest.raises(RuntimeError, match="select called twice"):
+        search.select(4, 10)
+    with pytest.raises(RuntimeError, match="set_root between select and backup"):
+        search.set_root(1, ConnectFour())
+    with pytest.raises(ValueError, match="backup needs 1 priors"):
+        search.backup(np.zeros((2, 7), np.float32), np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="at least one game"):
+        run_game_search([], UniformEvaluator(), SearchConfig())
+
+
 # -- the adapters play PettingZoo's games exactly ---------------------------------
 
 

@@ -155,7 +155,8 @@ def learning_rate(config: GameConfig, iteration: int) -> float:
     if config.final_learning_rate is None or config.iterations <= 1:
         return config.learning_rate
     t = (iteration - 1) / (config.iterations - 1)
-    return config.final_learning_rate + 0.5 * (config.learning_rate - config.final_learning_rate) * (1 + math.cos(math.pi * t))
+    low, high = config.final_learning_rate, config.learning_rate
+    return low + 0.5 * (high - low) * (1 + math.cos(math.pi * t))
 
 
 def load_checkpoint(run_dir: str) -> dict:

@@ -1,6 +1,6 @@
 """AlphaZero's batched PUCT search over any :class:`~agents.alphazero.game.Game`, in Python.
 
-The same algorithm as the C search over our chess engine (``minichess_envs/_search.c``,
+The same algorithm as the C search over our chess engine (``minichess_envs/csrc/search.c``,
 driven by :func:`agents.alphazero.mcts.run_search`), step for step and in float32:
 
 - selection: ``Q + c_puct * P * sqrt(max(N_parent, 1)) / (1 + N)``, ``Q = W / N`` or
@@ -204,6 +204,8 @@ def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Gener
     ``simulations`` visits. Games must not be over.
     """
     games = list(games)
+    if not games:
+        raise ValueError("run_game_search needs at least one game")
     n = len(games)
     first = games[0]
     search = GameSearch(n, first.num_actions, first.observation_shape, c_puct=config.c_puct,
