@@ -84,6 +84,7 @@ AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
     "agents.ppo.agent:EpsilonRandomAgent",
     "agents.ppo.agent:ByColorAgent",
     "agents.alphazero.agent:AlphaZeroAgent",
+    "agents.alphazero.boardgames:BoardGameAlphaZeroAgent",
 ])
 
 

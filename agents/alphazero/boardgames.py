@@ -1,0 +1,327 @@
+"""AlphaZero on PettingZoo board games (Tic-Tac-Toe, Connect Four): self-play, training, the agent.
+
+The loop of :mod:`agents.alphazero.train` with a :class:`~agents.alphazero.game.Game` in place of a
+chess position and the generic search (:func:`~agents.alphazero.generic_search.run_game_search`)
+in place of the C one; the replay buffer, the network, the loss and training steps
+(:func:`~agents.alphazero.train.train_steps`) and the run machinery (:class:`agents.runs.Run`:
+checkpoints, resume, metrics CSV, TensorBoard, progress) are the same objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+from agents.alphazero.game import GAMES, new_game
+from agents.alphazero.generic_search import run_game_search
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
+from agents.alphazero.network import NetConfig, PolicyValueNet
+from agents.alphazero.selfplay import ReplayBuffer, Samples
+from agents.alphazero.train import train_steps
+from agents.base import Agent, check_settings, read_manifest, write_manifest
+from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
+from agents.weights import load_network, save_network
+
+KIND = "alphazero-boardgame"
+
+
+@dataclasses.dataclass
+class GameConfig:
+    """Everything a board-game run needs; saved in its checkpoints."""
+
+    game: str = "connect_four"  # "tictactoe" or "connect_four"
+    run_dir: str = "runs/alphazero_connect4"
+    seed: int = 0
+    iterations: int = 20
+    games_per_iteration: int = 128  # played together, one batched search per move
+    temperature_plies: int = 8  # moves sampled from the visit counts; the most visited afterwards
+    random_start_fraction: float = 0.0  # share of games that start after random moves (wider coverage)
+    random_start_plies: int = 6  # such a game starts after 1 .. this many random moves
+    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
+    blocks: int = 3
+    channels: int = 32
+    policy_channels: int = 8
+    buffer_size: int = 50_000
+    batch_size: int = 256
+    sample_reuse: float = 4.0  # training samples drawn per new self-play sample
+    learning_rate: float = 2e-3
+    final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
+    weight_decay: float = 1e-4
+    mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
+    threads: int = 0  # torch threads (0: torch's default)
+
+    def __post_init__(self):
+        if self.game not in GAMES:
+            raise ValueError(f"unknown game {self.game!r}; known: {', '.join(GAMES)}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GameConfig:
+        d = dict(d)
+        d["search"] = SearchConfig(**d.get("search", {}))
+        return cls(**d)
+
+
+def make_net(game: str, blocks: int, channels: int, policy_channels: int) -> PolicyValueNet:
+    g = new_game(game)
+    return PolicyValueNet(NetConfig(*g.observation_shape, g.num_actions, blocks=blocks, channels=channels,
+                                    policy_channels=policy_channels))
+
+
+def mirror_permutation(game: str) -> np.ndarray:
+    """Action permutation of the left-right mirror (the observation's width axis reversed)."""
+    g = new_game(game)
+    if g.num_actions == g.width:  # a column per action
+        return np.arange(g.width)[::-1].copy()
+    cells = np.arange(g.height * g.width).reshape(g.height, g.width)
+    return cells[:, ::-1].ravel().copy()
+
+
+@dataclasses.dataclass
+class GameResult:
+    """A finished self-play game: its actions (from its start position) and winner (None: a draw)."""
+
+    actions: tuple[int, ...]
+    winner: int | None
+
+
+def start_games(config: GameConfig, rng: np.random.Generator) -> list:
+    """The iteration's start positions: the empty board, and for ``random_start_fraction`` of the
+    games a position after 1 .. ``random_start_plies`` uniformly random moves (never a finished one)."""
+    starts = []
+    for _ in range(config.games_per_iteration):
+        game = new_game(config.game)
+        if rng.random() < config.random_start_fraction:
+            for _ in range(int(rng.integers(1, config.random_start_plies + 1))):
+                after = game.copy()
+                after.step(int(rng.choice(game.legal_actions())))
+                if after.is_over():
+                    break
+                game = after
+        starts.append(game)
+    return starts
+
+
+def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Generator,
+               temperature_plies: int = 8) -> tuple[Samples, list[GameResult]]:
+    """One self-play game from each start position (copies are played), in lockstep; their samples.
+
+    Every move: a noisy search of all unfinished games at once, then a move sampled
+    in proportion to the visit counts for the first ``temperature_plies`` plies, and
+    the most visited move afterwards (ties broken at random). A sample's value is
+    the game's result for the player to move there.
+    """
+    games = [start.copy() for start in starts]
+    trajectories: list[list] = [[] for _ in games]
+    actions: list[list[int]] = [[] for _ in games]
+    active = list(range(len(games)))
+    while active:
+        visits, _ = run_game_search([games[i] for i in active], evaluator, search, rng=rng)
+        still = []
+        for row, i in enumerate(active):
+            g = games[i]
+            policy = visits[row] / visits[row].sum()
+            trajectories[i].append((g.observation(), g.legal_mask(), policy, g.to_play()))
+            if g.moves < temperature_plies:
+                action = int(rng.choice(len(policy), p=policy))
+            else:
+                best = np.flatnonzero(visits[row] == visits[row].max())
+                action = int(best[rng.integers(len(best))])
+            g.step(action)
+            actions[i].append(action)
+            if not g.is_over():
+                still.append(i)
+        active = still
+    parts, results = [], []
+    for i, trajectory in enumerate(trajectories):
+        winner = games[i].winner()
+        obs, masks, policies, sides = zip(*trajectory)
+        values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
+        parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
+                             values))
+        results.append(GameResult(tuple(actions[i]), winner))
+    return Samples.concatenate(parts), results
+
+
+def learning_rate(config: GameConfig, iteration: int) -> float:
+    """The learning rate of an iteration (1-based): constant, or a cosine from ``learning_rate`` at the
+    first iteration to ``final_learning_rate`` at the last."""
+    if config.final_learning_rate is None or config.iterations <= 1:
+        return config.learning_rate
+    t = (iteration - 1) / (config.iterations - 1)
+    low, high = config.final_learning_rate, config.learning_rate
+    return low + 0.5 * (high - low) * (1 + math.cos(math.pi * t))
+
+
+def load_checkpoint(run_dir: str) -> dict:
+    """The last checkpoint of a board-game run as :func:`train` returns it; ``ValueError`` naming the problem."""
+    found = checkpoint_dir(run_dir)
+    if found is None:
+        raise ValueError(f"no checkpoint in {run_dir}")
+    return _checkpoint_state(read_state(found), load_tensors(found), found)
+
+
+def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
+    missing = {"net_config", "model", "optimizer", "buffer", "rng", "torch_rng"} - set(tensors)
+    if run.kind != KIND or missing:
+        raise ValueError(f"corrupt checkpoint {where}: not an AlphaZero board-game run"
+                         + (f" (missing {sorted(missing)})" if missing else f" (a {run.kind} run)"))
+    return {"config": run.settings, "iteration": run.iteration, "metrics": run.metrics, **tensors}
+
+
+def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = False, verbose: bool = True) -> dict:
+    """Run (or resume) a board-game training run; returns the final checkpoint state.
+
+    ``evaluate(net, iteration) -> dict`` is called after every iteration; its
+    numbers join the metrics. The state: ``config``, ``iteration``, ``metrics``,
+    ``net_config``, ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``.
+    """
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    may_differ = ("iterations", "threads") if config.final_learning_rate is None else ("threads",)  # decay uses it
+    run = Run(config.run_dir, config, KIND, resume=resume, may_differ=may_differ, verbose=verbose)
+    torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
+    net = make_net(config.game, config.blocks, config.channels, config.policy_channels)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    shape = (net.config.height, net.config.width, net.config.channels_in)
+    buffer = ReplayBuffer(config.buffer_size, shape, net.config.num_actions)
+    rng = np.random.default_rng(config.seed)
+    if run.resumed:
+        saved = _checkpoint_state(run.state, run.tensors(), run.checkpoint)
+        net.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        buffer.restore({k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in saved["buffer"].items()})
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+    mirror_perm = mirror_permutation(config.game) if config.mirror else None
+    evaluator = NetworkEvaluator(net)
+    progress = run.progress(config.iterations, f"alphazero {config.game}")
+    tensors = None
+    try:
+        for iteration in range(run.state.iteration + 1, config.iterations + 1):
+            t0 = time.perf_counter()
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(config, iteration)
+            evaluator.clear()  # new weights since the last iteration
+            samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
+                                          config.temperature_plies)
+            selfplay_s = time.perf_counter() - t0
+            buffer.add(samples)
+            steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
+            t1 = time.perf_counter()
+            losses = train_steps(net, optimizer, buffer, steps, config, rng, mirror_perm)
+            train_s = time.perf_counter() - t1
+            row = {
+                "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
+                **losses, "learning_rate": learning_rate(config, iteration), "selfplay_s": selfplay_s,
+                "train_s": train_s,
+                "positions_per_s": len(samples) / max(selfplay_s, 1e-9),
+                "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
+                "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
+                "second_player_wins": sum(r.winner == 1 for r in results) / len(results),
+            }
+            if evaluate is not None:
+                t2 = time.perf_counter()
+                row.update(evaluate(net, iteration))
+                row["eval_s"] = time.perf_counter() - t2
+            run.state.iteration = iteration
+            run.state.env_steps += len(samples)
+            tensors = {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
+                       "optimizer": optimizer.state_dict(),
+                       "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                                  for k, v in buffer.state().items()},
+                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+            run.save(row, tensors)
+            progress.update(iteration, f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, "
+                            f"{row['positions_per_s']:.0f} pos/s"
+                            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
+    finally:
+        progress.close()
+        run.close()
+    if tensors is None:  # nothing left to run: the saved state
+        return load_checkpoint(config.run_dir)
+    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+
+
+class BoardGameAlphaZeroAgent(Agent):
+    """A trained network for a board game: the most visited move of a search with ``simulations``
+    simulations, or (0) the network's most probable legal move.
+
+    ``act(observation, action_mask)`` takes PettingZoo's observation planes and
+    mask (the position is rebuilt from the planes for the search); a
+    :class:`~agents.alphazero.game.Game` may be passed as ``position``.
+    """
+
+    def __init__(self, net: PolicyValueNet, game: str, simulations: int = 64, search: SearchConfig | None = None,
+                 name: str = "alphazero"):
+        self.net = net.eval()
+        self.game = game
+        probe = new_game(game)
+        c = net.config
+        if (c.height, c.width, c.channels_in, c.num_actions) != (*probe.observation_shape, probe.num_actions):
+            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
+                             f"does not fit {game} ({probe.observation_shape}, {probe.num_actions} actions)")
+        if not isinstance(simulations, int) or simulations < 0:
+            raise ValueError(f"simulations must be an integer >= 0, got {simulations!r}")
+        self.simulations = simulations
+        self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations, dirichlet_epsilon=0.0)
+        self.evaluator = NetworkEvaluator(self.net)
+        self.name = name
+
+    @classmethod
+    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero") -> BoardGameAlphaZeroAgent:
+        config = state["config"]
+        net = PolicyValueNet(NetConfig(**state["net_config"]))
+        net.load_state_dict(state["model"])
+        return cls(net, config["game"], simulations, SearchConfig(**config["search"]), name)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        game = position if position is not None else GAMES[self.game].from_observation(observation)
+        return int(self.act_games([game])[0])
+
+    def act_games(self, games) -> np.ndarray:
+        """The chosen action in each game (one batched search or network call for all)."""
+        if self.simulations <= 0:
+            priors, _ = self.policy_value(games)
+            return priors.argmax(1)
+        visits, _ = run_game_search(games, self.evaluator, self.search)
+        return visits.argmax(1)
+
+    def policy_value(self, games) -> tuple[np.ndarray, np.ndarray]:
+        """The network's priors over the legal actions and its value for the player to move."""
+        obs = np.stack([g.observation() for g in games])
+        masks = np.stack([g.legal_mask() for g in games])
+        return self.evaluator.evaluate(obs, masks)
+
+    def save(self, path: str) -> None:
+        save_network(path, self.net)
+        write_manifest(path, self, game=self.game, simulations=self.simulations,
+                       search=dataclasses.asdict(self.search))
+
+    @classmethod
+    def load(cls, path: str, simulations: int | None = None) -> BoardGameAlphaZeroAgent:
+        manifest = read_manifest(path)
+        settings = check_settings(path, manifest["settings"], {"game": str, "simulations": int, "search": dict})
+        search_types = {f.name: (float if f.type == "float" else int) for f in dataclasses.fields(SearchConfig)}
+        search = check_settings(path, settings["search"], {}, search_types)
+        if settings["game"] not in GAMES:
+            raise ValueError(f"{path}: unknown game {settings['game']!r}; known: {', '.join(GAMES)}")
+        net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
+        sims = settings["simulations"] if simulations is None else simulations
+        return cls(net, settings["game"], sims, SearchConfig(**search), manifest.get("name", "alphazero"))
+
+
+def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero") -> str:
+    """Save the run's network as an agent (``agents.load(run_dir + "/agent")``)."""
+    agent = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name)
+    path = os.path.join(run_dir, "agent")
+    agent.save(path)
+    with open(os.path.join(path, "training.json"), "w") as f:
+        json.dump({"iterations": state["iteration"], "metrics": state["metrics"][-1]}, f, indent=2, default=float)
+    return path

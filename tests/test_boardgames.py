@@ -1,0 +1,346 @@
+"""AlphaZero on PettingZoo board games: the game adapters, the generic search, the judges, training."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from agents.alphazero.game import AECGame, ChessGame, ConnectFour, TicTacToe, pettingzoo_env, play
+from agents.alphazero.generic_search import run_game_search
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, UniformEvaluator, run_search
+from agents.alphazero.network import NetConfig, PolicyValueNet
+from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import Position
+
+# -- one search algorithm: the generic Python search equals the C search -------------
+
+
+def _positions(variant: str, plies: int, seed: int) -> list[Position]:
+    rng = np.random.default_rng(seed)
+    p = Position(variant)
+    out = [p.copy()]
+    for _ in range(plies):
+        p.push_action(int(rng.choice(p.legal_actions())))
+        if p.is_game_over():
+            break
+        out.append(p.copy())
+    return out
+
+
+@pytest.mark.parametrize("variant, settings, noise_seed", [
+    ("3x3", dict(simulations=48, leaves_per_tree=4), 7),
+    ("3x3", dict(simulations=48, leaves_per_tree=1, fpu=-0.5, discount=0.9, c_puct=2.5), None),
+    ("gardner", dict(simulations=32, leaves_per_tree=8), 3),
+])
+def test_generic_search_gives_the_c_search_visit_counts_on_chess(variant, settings, noise_seed):
+    """Same network, noise and settings: identical visit counts and Q values (float32, bit for bit),
+    virtual-loss batches included, since both trees select, wait and back up in the same order."""
+    encoding = ObservationEncoding(variant, 1, False)
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(*encoding.shape, encoding.variant.num_actions, blocks=1, channels=8,
+                                   policy_channels=2, value_hidden=8))
+    positions = _positions(variant, 3, seed=1)
+    config = SearchConfig(**settings)
+
+    def rng():
+        return None if noise_seed is None else np.random.default_rng(noise_seed)
+
+    c_visits, c_q = run_search(positions, NetworkEvaluator(net), config, encoding, rng=rng())
+    py_visits, py_q = run_game_search([ChessGame(p, encoding) for p in positions], NetworkEvaluator(net), config,
+                                      rng=rng())
+    # the first simulation expands the root; the children hold all the others
+    assert c_visits.sum(1).tolist() == [config.simulations - 1] * len(positions)
+    np.testing.assert_array_equal(py_visits, c_visits)
+    np.testing.assert_array_equal(py_q, c_q)
+    assert (c_visits > 0).sum() > len(positions)  # the search spread its visits: the comparison is not trivial
+
+
+def test_generic_search_rejects_misuse():
+    from agents.alphazero.generic_search import GameSearch
+
+    search = GameSearch(2, 7, (6, 7, 2))
+    with pytest.raises(ValueError, match="the game is over"):
+        search.set_root(0, play(ConnectFour, [0, 1, 0, 1, 0, 1, 0]))
+    search.set_root(0, ConnectFour())
+    observations, masks, keys = search.select(4, 10)
+    assert len(observations) == 1 and masks[0].tolist() == [1] * 7  # the root waits: one leaf this round
+    with pytest.raises(RuntimeError, match="select called twice"):
+        search.select(4, 10)
+    with pytest.raises(RuntimeError, match="set_root between select and backup"):
+        search.set_root(1, ConnectFour())
+    with pytest.raises(ValueError, match="backup needs 1 priors"):
+        search.backup(np.zeros((2, 7), np.float32), np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="at least one game"):
+        run_game_search([], UniformEvaluator(), SearchConfig())
+
+
+# -- the adapters play PettingZoo's games exactly ---------------------------------
+
+
+def _winner_from_rewards(env) -> int | None:
+    r = [env._cumulative_rewards[a] for a in env.possible_agents]
+    return None if r[0] == r[1] else int(np.argmax(r))
+
+
+@pytest.mark.parametrize("name, cls", [("tictactoe", TicTacToe), ("connect_four", ConnectFour)])
+def test_board_adapters_match_pettingzoo_on_random_games(name, cls):
+    rng = np.random.default_rng(0)
+    for _ in range(60 if name == "tictactoe" else 25):
+        env = pettingzoo_env(name)
+        ours = cls()
+        generic = AECGame(pettingzoo_env(name))
+        while True:
+            agent = env.agent_selection
+            observed = env.observe(agent)
+            over = any(env.terminations.values())
+            assert ours.is_over() == over == generic.is_over()
+            assert env.possible_agents.index(agent) == ours.to_play() == generic.to_play()
+            np.testing.assert_array_equal(ours.observation(), observed["observation"].astype(np.float32))
+            np.testing.assert_array_equal(generic.observation(), observed["observation"].astype(np.float32))
+            if over:
+                assert ours.winner() == _winner_from_rewards(env) == generic.winner()
+                assert ours.legal_actions() == [] and not ours.legal_mask().any()
+                break
+            np.testing.assert_array_equal(ours.legal_mask(), observed["action_mask"])
+            np.testing.assert_array_equal(generic.legal_mask(), observed["action_mask"])
+            action = int(rng.choice(np.flatnonzero(observed["action_mask"])))
+            env.step(action)
+            ours.step(action)
+            generic.step(action)
+
+
+def test_board_adapters_copy_independently_and_reject_illegal_actions():
+    game = play(ConnectFour, [3, 3, 3])
+    other = game.copy()
+    other.step(3)
+    assert game.board != other.board and game.key() != other.key() and game.to_play() == 1
+    assert play(ConnectFour, [3]).key() == play(ConnectFour, [3]).key()
+    full = play(ConnectFour, [0] * 6)
+    with pytest.raises(ValueError, match="illegal Connect Four action 0"):
+        full.step(0)
+    with pytest.raises(ValueError, match="illegal Tic-Tac-Toe action 9"):
+        TicTacToe().step(9)
+    won = play(TicTacToe, [0, 3, 1, 4, 2])
+    assert won.is_over() and won.winner() == 0
+    with pytest.raises(ValueError, match="the game is over"):
+        won.step(5)
+
+
+# -- the search on the board games --------------------------------------------------
+
+
+def test_search_takes_the_win_in_one_and_blocks_the_loss_in_connect_four():
+    config = SearchConfig(simulations=200, leaves_per_tree=4)
+    # X has three in column 3 and moves: 3 wins at once (O threatens column 0 too)
+    win = play(ConnectFour, [3, 0, 3, 0, 3, 0])
+    # O to move; X holds columns 1, 2 and 4 of the bottom row: only column 3 stops the win
+    block = play(ConnectFour, [1, 1, 2, 2, 4])
+    visits, q = run_game_search([win, block], UniformEvaluator(), config)
+    assert int(visits[0].argmax()) == 3 and q[0, 3] > 0.98
+    assert int(visits[1].argmax()) == 3
+    # the same with the generic PettingZoo adapter (deepcopy of the real env)
+    env = pettingzoo_env("connect_four")
+    for a in [3, 0, 3, 0, 3, 0]:
+        env.step(a)
+    visits, _ = run_game_search([AECGame(env)], UniformEvaluator(), SearchConfig(simulations=50))
+    assert int(visits[0].argmax()) == 3
+
+
+def test_search_in_tictactoe_blocks_and_takes_the_win_in_one():
+    game = play(TicTacToe, [4, 0, 8, 2])  # X holds 4 and 8, O holds 0 and 2 and threatens 1: X must block at 1
+    visits, _ = run_game_search([game], UniformEvaluator(), SearchConfig(simulations=400))
+    assert int(visits[0].argmax()) == 1
+    game = play(TicTacToe, [0, 3, 1, 4])  # X: 0, 1 -> X wins at 2
+    visits, q = run_game_search([game], UniformEvaluator(), SearchConfig(simulations=100))
+    assert int(visits[0].argmax()) == 2 and q[0, 2] > 0.98
+
+
+def test_board_games_rebuild_from_pettingzoo_observations():
+    rng = np.random.default_rng(3)
+    for cls, name in ((TicTacToe, "tictactoe"), (ConnectFour, "connect_four")):
+        for _ in range(10):
+            game = cls()
+            while not game.is_over():
+                rebuilt = cls.from_observation(game.observation())
+                assert rebuilt.board == game.board and rebuilt.key() == game.key()
+                assert rebuilt.to_play() == game.to_play() and rebuilt.result == game.result
+                game.step(int(rng.choice(game.legal_actions())))
+            assert cls.from_observation(game.observation()).winner() == game.winner()
+
+
+# -- the judges ----------------------------------------------------------------------
+
+
+def test_tictactoe_solver_knows_the_game():
+    from agents.boardgame_judges import solve_tictactoe
+
+    table = solve_tictactoe()
+    assert len(table.values) == 5478  # positions reachable from the empty board, finished ones included
+    assert len(table.non_terminal()) == 4520
+    assert table.values[(0,) * 9] == 0  # perfect play draws
+    finished = [g for g in table.games.values() if g.is_over()]
+    assert sum(g.winner() == 0 for g in finished) == 626 and sum(g.winner() == 1 for g in finished) == 316
+    assert sum(g.winner() is None for g in finished) == 16  # known counts of final positions
+    # a fork: X (first) holds opposite corners, O the centre; O to move must take an edge, not a corner
+    game = play(TicTacToe, [0, 4, 8])
+    values = table.move_values(game)
+    assert {a for a, v in values.items() if v == 0} == {1, 3, 5, 7} and values[2] == values[6] == -1
+
+
+def test_move_scoring_counts_blunders():
+    from agents.boardgame_judges import score_moves, solve_tictactoe
+
+    table = solve_tictactoe()
+    win = play(TicTacToe, [0, 3, 1, 4])  # X wins at 2; at 8 it lets O complete 3-4-5
+    draw = TicTacToe()
+    scores = score_moves([win, draw, draw], [8, 4, 4], [table.move_values(win), table.move_values(draw),
+                                                         table.move_values(draw)])
+    assert scores["positions"] == 3 and scores["value_preserving"] == pytest.approx(2 / 3)
+    assert scores["win->loss"] == 1 and scores["first player to move"]["positions"] == 3
+    with pytest.raises(ValueError, match="illegal action 0"):
+        score_moves([win], [0], [table.move_values(win)])
+
+
+def test_bitbully_judge_agrees_with_our_alpha_beta_on_shallow_positions():
+    pytest.importorskip("bitbully")
+    from agents.boardgame_judges import ConnectFourSolver, alpha_beta_values
+
+    solver = ConnectFourSolver()
+    rng = np.random.default_rng(5)
+    checked = 0
+    while checked < 12:
+        game = ConnectFour()
+        for _ in range(int(rng.integers(30, 38))):
+            if game.is_over():
+                break
+            game.step(int(rng.choice(game.legal_actions())))
+        if game.is_over():
+            continue
+        # searched to the end of the game, alpha-beta is exact: its values' signs are the solver's classes
+        ours = {c: int(np.sign(v)) for c, v in alpha_beta_values(game, 42 - game.moves, exact=True).items()}
+        assert ours == solver.move_values(game)
+        fast = alpha_beta_values(game, 42 - game.moves)  # the player's window: the best columns stay exact
+        assert {c for c, v in fast.items() if v == max(fast.values())} <= {c for c, v in ours.items()
+                                                                             if v == max(ours.values())}
+        checked += 1
+    # the empty board: the first player wins, and only in the centre column
+    values = solver.move_values(ConnectFour())
+    assert values[3] == 1 and all(v < 1 for c, v in values.items() if c != 3)
+
+
+def test_alpha_beta_takes_and_blocks_wins():
+    from agents.boardgame_judges import ConnectFourAlphaBeta
+
+    player = ConnectFourAlphaBeta(depth=2)
+    assert player.choose(play(ConnectFour, [3, 0, 3, 0, 3, 0])) == 3
+    assert player.choose(play(ConnectFour, [1, 1, 2, 2, 4])) == 3
+
+
+def test_matches_count_results_from_both_sides():
+    from agents.boardgame_judges import play_match, random_player
+
+    def first_column(games):
+        return [g.legal_actions()[0] for g in games]
+
+    # column 0 for both: the first player completes four in column 0 on its fourth move
+    result = play_match("connect_four", first_column, first_column, 3, first=True)
+    assert (result.wins, result.draws, result.losses) == (3, 0, 0)
+    result = play_match("connect_four", first_column, first_column, 3, first=False)
+    assert (result.wins, result.losses) == (0, 3) and result.interval("wins")[1] < 0.6
+    result = play_match("tictactoe", random_player(1), random_player(2), 20, first=True)
+    assert result.games == 20
+
+
+# -- training -------------------------------------------------------------------------
+
+
+def _tiny(run_dir, **changes):
+    from agents.alphazero.boardgames import GameConfig
+
+    config = GameConfig(game="tictactoe", run_dir=str(run_dir), iterations=3, games_per_iteration=8,
+                        random_start_fraction=0.5, search=SearchConfig(simulations=8, leaves_per_tree=2),
+                        blocks=1, channels=8, policy_channels=2, batch_size=32, buffer_size=2000, threads=1)
+    return dataclasses.replace(config, **changes)
+
+
+def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
+    from agents.alphazero.boardgames import train
+
+    straight = train(_tiny(tmp_path / "a"), verbose=False)
+    train(_tiny(tmp_path / "b", iterations=1), verbose=False)
+    resumed = train(_tiny(tmp_path / "b"), resume=True, verbose=False)
+    assert resumed["iteration"] == 3
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    assert len(open(tmp_path / "b" / "metrics.csv").read().strip().splitlines()) == 4
+    with pytest.raises(ValueError, match="resume"):
+        train(_tiny(tmp_path / "b"), verbose=False)
+    with pytest.raises(ValueError, match="other settings"):
+        train(_tiny(tmp_path / "b", channels=16), resume=True, verbose=False)
+
+
+def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
+    import agents
+    from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, train, write_agent
+
+    state = train(_tiny(tmp_path, game="connect_four", iterations=1, games_per_iteration=2), verbose=False)
+    path = write_agent(str(tmp_path), state, simulations=8)
+    agent = agents.load(path)
+    assert isinstance(agent, BoardGameAlphaZeroAgent) and agent.simulations == 8
+    raw = BoardGameAlphaZeroAgent.load(path, simulations=0)
+    env = pettingzoo_env("connect_four")
+    for _ in range(10):
+        obs = env.observe(env.agent_selection)
+        for player in (agent, raw):
+            assert obs["action_mask"][player.act(obs["observation"], obs["action_mask"])] == 1
+        env.step(agent.act(obs["observation"], obs["action_mask"]))
+        if any(env.terminations.values()):
+            break
+    with pytest.raises(ValueError, match="does not fit tictactoe"):
+        BoardGameAlphaZeroAgent(agent.net, "tictactoe")
+
+
+# -- PPO on the board games -----------------------------------------------------------
+
+
+def test_game_env_plays_one_side_against_the_opponent():
+    from agents.boardgame_ppo import GameEnv
+
+    def first_legal(games):
+        return [g.legal_actions()[0] for g in games]
+
+    env = GameEnv("connect_four", first_legal, learner_first=False)
+    obs, _ = env.reset(seed=0)
+    assert env.game.moves == 1 and obs[5, 0, 1] == 1  # the opponent dropped into column 0
+    assert env.action_masks().tolist() == [True] * 7
+    for _ in range(2):  # the learner plays column 6, the opponent stacks four in column 0
+        obs, reward, done, _, _ = env.step(6)
+        assert (reward, done) == (0.0, False)
+    obs, reward, done, _, info = env.step(6)
+    assert (reward, done, info["winner"]) == (-1.0, True, 0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(1)
+    env = GameEnv("tictactoe", first_legal, learner_first=True)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="illegal action 9"):
+        env.step(9)
+    for action in (4, 1, 7):  # the opponent fills 0, 2, 3: the learner completes 1-4-7
+        obs, reward, done, _, _ = env.step(action)
+    assert (reward, done) == (1.0, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opponent", ["random", "self"])
+def test_maskable_ppo_learns_tictactoe(opponent):
+    pytest.importorskip("sb3_contrib")
+    from agents.boardgame_judges import play_match, random_player
+    from agents.boardgame_ppo import policy_player, train_ppo
+
+    model = train_ppo("tictactoe", opponent, total_steps=20_000, seed=0)
+    result = play_match("tictactoe", policy_player(model), random_player(5), 200, first=True)
+    baseline = play_match("tictactoe", random_player(4), random_player(5), 200, first=True)
+    assert result.wins / result.games > max(0.75, baseline.wins / baseline.games + 0.15)
