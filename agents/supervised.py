@@ -190,3 +190,17 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
         progress.close()
         as_agent(net, variant, settings, "supervised").save(os.path.join(run_dir, "agent"))
     return net.eval()
+
+
+def write_pretraining_files(out: str, metrics: list[dict], title: str) -> None:
+    """A run's per-epoch losses and agreement as ``pretraining.png`` and ``pretraining.csv`` in ``out``."""
+    from agents.reports import line_plot
+    from agents.runs import write_csv
+
+    epochs = [m["epoch"] for m in metrics]
+    line_plot(os.path.join(out, "pretraining.png"), epochs,
+              {"train policy loss": [m["train_policy_loss"] for m in metrics],
+               "validation policy loss": [m["validation_policy_loss"] for m in metrics],
+               "validation top-1 agreement": [m["validation_top1"] for m in metrics]},
+              "epoch", "loss / agreement", title)
+    write_csv(os.path.join(out, "pretraining.csv"), metrics)

@@ -26,9 +26,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 import torch  # noqa: E402
 
 from agents.games import GenerationSettings, generate_games  # noqa: E402
-from agents.reports import line_plot, markdown_table  # noqa: E402
+from agents.reports import markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_state, write_csv  # noqa: E402
-from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
+from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
 from minichess_envs.dataset import import_pgn, list_shards  # noqa: E402
 
@@ -104,14 +104,7 @@ def main(argv=None) -> int:
 
 def write_report(args, source, metrics, tournament, seconds, wall, measured_on) -> None:
     out = args.out
-    epochs = [m["epoch"] for m in metrics]
-    line_plot(os.path.join(out, "pretraining.png"), epochs,
-              {"train policy loss": [m["train_policy_loss"] for m in metrics],
-               "validation policy loss": [m["validation_policy_loss"] for m in metrics],
-               "validation top-1 agreement": [m["validation_top1"] for m in metrics]},
-              "epoch", "loss / agreement", "8x8 chess: learning the games' moves")
-    write_csv(os.path.join(out, "pretraining.csv"), metrics)
-    elo = [[name, f"{r.elo:+.0f}", f"[{r.low:+.0f}, {r.high:+.0f}]"] for name, r in tournament.ratings.items()]
+    write_pretraining_files(out, metrics, "8x8 chess: learning the games' moves")
     write_csv(os.path.join(out, "tournament.csv"), [
         {"player": name, "elo": r.elo, "low": r.low, "high": r.high, "games": r.games, "score": r.score}
         for name, r in tournament.ratings.items()])

@@ -35,9 +35,9 @@ from agents.alphazero.train import train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
-from agents.reports import baseline_table, baselines, line_plot, markdown_table  # noqa: E402
+from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
-from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
+from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
 from agents.uci import UCIEngineAgent  # noqa: E402
 from experiments.alphazero_gardner import gardner_config  # noqa: E402
@@ -166,13 +166,7 @@ def match_rows(matches) -> list[list]:
 
 def write_report(args, generated, seconds, metrics, tournament, scores, selfplay, baseline_rows, wall, measured_on):
     out = args.out
-    epochs = [m["epoch"] for m in metrics]
-    line_plot(os.path.join(out, "pretraining.png"), epochs,
-              {"train policy loss": [m["train_policy_loss"] for m in metrics],
-               "validation policy loss": [m["validation_policy_loss"] for m in metrics],
-               "validation top-1 agreement": [m["validation_top1"] for m in metrics]},
-              "epoch", "loss / agreement", "Gardner: learning Fairy-Stockfish's moves")
-    write_csv(os.path.join(out, "pretraining.csv"), metrics)
+    write_pretraining_files(out, metrics, "Gardner: learning Fairy-Stockfish's moves")
     last = metrics[-1]
     random_rows = []
     for color, m in scores["random"].items():

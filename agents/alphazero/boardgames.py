@@ -24,7 +24,7 @@ from agents.alphazero.generic_search import run_game_search
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples
-from agents.alphazero.train import train_steps
+from agents.alphazero.train import checkpoint_tensors, progress_text, train_steps
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from agents.weights import load_network, save_network
@@ -232,15 +232,9 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 row["eval_s"] = time.perf_counter() - t2
             run.state.iteration = iteration
             run.state.env_steps += len(samples)
-            tensors = {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
-                       "optimizer": optimizer.state_dict(),
-                       "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
-                                  for k, v in buffer.state().items()},
-                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+            tensors = checkpoint_tensors(net, optimizer, buffer, rng)
             run.save(row, tensors)
-            progress.update(iteration, f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, "
-                            f"{row['positions_per_s']:.0f} pos/s"
-                            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
+            progress.update(iteration, progress_text(row))
     finally:
         progress.close()
         run.close()

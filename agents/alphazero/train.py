@@ -149,6 +149,20 @@ def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
     return {"config": run.settings, "iteration": run.iteration, "metrics": run.metrics, **tensors}
 
 
+def checkpoint_tensors(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, rng: np.random.Generator) -> dict:
+    """What a self-play loop's checkpoint holds: network, optimizer, replay buffer and both generators."""
+    return {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in buffer.state().items()},
+            "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+
+
+def progress_text(row: dict) -> str:
+    """An iteration's losses, speed and scores for the progress bar."""
+    return (f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, {row['positions_per_s']:.0f} pos/s"
+            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
+
+
 def train(config: Config, evaluate: Callable | None = None, resume: bool = False, verbose: bool = True) -> dict:
     """Run (or resume) a training run; returns the final checkpoint state.
 
@@ -214,15 +228,9 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 row["eval_s"] = time.perf_counter() - t2
             run.state.iteration = iteration
             run.state.env_steps += len(samples)
-            tensors = {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
-                       "optimizer": optimizer.state_dict(),
-                       "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
-                                  for k, v in buffer.state().items()},
-                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+            tensors = checkpoint_tensors(net, optimizer, buffer, rng)
             run.save(row, tensors)
-            progress.update(iteration, f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, "
-                            f"{row['positions_per_s']:.0f} pos/s"
-                            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
+            progress.update(iteration, progress_text(row))
     finally:
         progress.close()
         run.close()
