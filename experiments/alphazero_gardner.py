@@ -28,25 +28,11 @@ import torch  # noqa: E402
 
 from agents import MinimaxAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.mcts import SearchConfig  # noqa: E402
-from agents.alphazero.train import Config, train, write_agent  # noqa: E402
+from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.reports import baseline_table, baselines, line_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text  # noqa: E402
-
-
-def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulations: int = 48, **changes) -> Config:
-    """This experiment's training settings (also used by experiments/supervised_gardner.py)."""
-    return Config(
-        variant="gardner", run_dir=run_dir, iterations=iterations,
-        games_per_iteration=games, temperature_plies=12, ply_limit=120,
-        search=SearchConfig(simulations=simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
-                            dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
-        blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
-        buffer_size=150_000, sample_reuse=2.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4,
-        **changes,
-    )
 
 
 def main(argv=None) -> int:

@@ -31,7 +31,7 @@ import torch  # noqa: E402
 
 from agents import MinimaxAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.train import train, write_agent  # noqa: E402
+from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
@@ -40,7 +40,6 @@ from agents.runs import machine, machine_text, read_json, read_state, write_csv,
 from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
 from agents.uci import UCIEngineAgent  # noqa: E402
-from experiments.alphazero_gardner import gardner_config  # noqa: E402
 
 VARIANT = "gardner"
 ENGINE_LEVELS = (1, 10, 100)

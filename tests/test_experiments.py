@@ -22,6 +22,14 @@ def run(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
+def test_no_script_imports_another_script():
+    # `python experiments/x.py` puts experiments/ (not the repository root) on sys.path, so shared code
+    # must live in the installed packages, not in a sibling script.
+    for path in glob.glob(os.path.join(ROOT, "experiments", "*.py")):
+        text = open(path).read()
+        assert "from experiments" not in text and "import experiments" not in text, path
+
+
 def test_no_script_edits_sys_path():
     for folder in ("experiments", "benchmarks"):
         for path in glob.glob(os.path.join(ROOT, folder, "*.py")):
