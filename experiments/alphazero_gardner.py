@@ -1,20 +1,25 @@
 """AlphaZero learns Gardner 5x5 minichess by self-play; scored against random, minimax and Fairy-Stockfish.
 
-    python experiments/alphazero_gardner.py                  # under an hour on 2 CPU cores
+    python experiments/alphazero_gardner.py                  # about 30 minutes on 2 CPU cores
+    python experiments/alphazero_gardner.py --hours 2        # a longer run: training stops after 2 hours
     python experiments/alphazero_gardner.py --resume         # continue an interrupted run
-    python experiments/alphazero_gardner.py --workers 2      # self-play in Ray actors
+    python experiments/alphazero_gardner.py --device cuda --workers 14   # learner on a GPU, self-play actors on CPUs
     python -m experiments.alphazero_gardner --iterations 2   # as a module, from the repository root
 
 Every iteration the raw policy (no search) plays a quick match against the
-random player with each color; at the end the searching agent plays
-``--final-games`` games with each color against random (Wilson intervals),
-and shorter matches against minimax and Fairy-Stockfish (if installed).
+random player with each color; every ``--ladder-every`` iterations the searching
+agent plays a short strength ladder (Fairy-Stockfish at fixed node budgets from
+the published openings, agents/ladder.py), so the report plots Elo against
+training wall-clock. At the end the agent plays the full ladder (both colors of
+every published opening, 200 games a level), ``--final-games`` games with each
+color against random, and short matches against minimax.
 Writes runs/alphazero_gardner/: report.md, metrics.csv, *.png, checkpoint/, tensorboard/, agent/.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import os
 import sys
@@ -30,20 +35,36 @@ from agents import MinimaxAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
+from agents.devices import DEVICES, resolve_device  # noqa: E402
+from agents.ladder import Ladder, ladder_table, play_ladder  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
-from agents.reports import baseline_table, baselines, line_plot, markdown_table  # noqa: E402
+from agents.reports import baseline_table, baselines, curves_plot, line_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_gardner")
-    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="training iterations (default: 30, or no limit with --hours)")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="stop training once self-play and learning have run this long (resumable)")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="where the learner and search run")
     parser.add_argument("--games", type=int, default=256, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="per move, in self-play and evaluation")
     parser.add_argument("--eval-games", type=int, default=100, help="raw-policy games per color, each iteration")
     parser.add_argument("--final-games", type=int, default=500, help="games per color against random at the end")
-    parser.add_argument("--opponent-games", type=int, default=40, help="games against minimax / Fairy-Stockfish")
+    parser.add_argument("--opponent-games", type=int, default=40, help="games against minimax")
+    parser.add_argument("--ladder-every", type=int, default=10, help="iterations between short ladders (0: none)")
+    parser.add_argument("--ladder-openings", type=int, default=20,
+                        help="published openings in a short ladder (2 games each per level)")
+    parser.add_argument("--ladder-levels", default="10,100,1000",
+                        help="Fairy-Stockfish node budgets of the short ladders")
+    parser.add_argument("--final-levels", default="1,10,100,1000",
+                        help="Fairy-Stockfish node budgets of the final ladder")
+    parser.add_argument("--final-openings", type=int, default=None,
+                        help="published openings in the final ladder (default: all 100, 200 games a level)")
+    parser.add_argument("--learning-rate", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
     parser.add_argument("--ray-address", default=None)
@@ -54,18 +75,32 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     started = machine()
-    config = gardner_config(args.out, iterations=args.iterations, games=args.games, simulations=args.simulations,
+    iterations = args.iterations or (30 if args.hours is None else 1_000_000)
+    config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
                             seed=args.seed, threads=args.threads, workers=args.workers,
-                            ray_address=args.ray_address, init_from=args.init_from)
+                            ray_address=args.ray_address, init_from=args.init_from, device=args.device,
+                            hours=args.hours, learning_rate=args.learning_rate)
+    ladder_levels = tuple(int(n) for n in args.ladder_levels.split(","))
+    final_levels = tuple(int(n) for n in args.final_levels.split(","))
+    ladder = engine_ladder()
 
     def evaluate(net, encoding, iteration):
-        """The raw policy (argmax, no search) against random with both colors."""
+        """The raw policy (argmax, no search) against random with both colors; now and then a short ladder."""
         raw = AlphaZeroAgent(net, "gardner", config.history, config.last_move, simulations=0)
         row = {}
         for color in ("white", "black"):
             match = versus_random(raw, "gardner", games=args.eval_games, color=color, seed=10_000 * iteration)
             row[f"raw_{color}_win_rate"] = match.win_rate
             row[f"raw_{color}_score"] = match.score
+        if ladder is not None and args.ladder_every > 0 and iteration % args.ladder_every == 0:
+            # a CPU copy: the ladder's worker processes get the agent pickled
+            net_cpu = copy.deepcopy(net).cpu()
+            agent = AlphaZeroAgent(net_cpu, "gardner", config.history, config.last_move, args.simulations,
+                                   config.search)
+            result = play_ladder(agent, "gardner", ladder_levels, ladder, openings=args.ladder_openings)
+            row.update(ladder_elo=result.elo.elo, ladder_elo_low=result.elo.low, ladder_elo_high=result.elo.high)
+            for level in result.levels:
+                row[f"ladder_{level}_score"] = result.tally(level).score
         return row
 
     start = time.perf_counter()
@@ -78,32 +113,40 @@ def main(argv=None) -> int:
                  for color in ("white", "black")}
     for match in vs_random.values():
         print(match, flush=True)
-    opponents = [MinimaxAgent(depth=2, seed=1), MinimaxAgent(depth=3, seed=1)]
-    try:
-        from agents import UCIEngineAgent
-
-        for nodes in (1, 10, 100):
-            opponents.append(UCIEngineAgent("gardner", nodes=nodes))
-    except Exception as exc:  # the engine is optional: report why it is missing
-        print(f"Fairy-Stockfish not used: {exc}", flush=True)
     head_to_head = []
-    for opponent in opponents:
+    for opponent in (MinimaxAgent(depth=2, seed=1), MinimaxAgent(depth=3, seed=1)):
         match = play_match(agent, opponent, "gardner", games=args.opponent_games, seed=7, opening_plies=2)
         head_to_head.append((opponent.name, match.tally(agent.name)))
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
-        if hasattr(opponent, "close"):
-            opponent.close()
+    final_ladder = None
+    if ladder is not None:
+        games = 2 * len(ladder.openings[:args.final_openings] if args.final_openings else ladder.openings)
+        print(f"ladder: Fairy-Stockfish at {args.final_levels} nodes, {games} games a level ...", flush=True)
+        final_ladder = play_ladder(agent, "gardner", final_levels, ladder, openings=args.final_openings)
+        print(ladder_table(final_ladder), flush=True)
     print(f"baselines: random and greedy against random, {args.final_games} games per color ...", flush=True)
     baseline_rows = baselines("gardner", games=args.final_games, seed=1_000_000)
     final_seconds = time.perf_counter() - t0
-    write_report(args, config, state, vs_random, head_to_head, baseline_rows, final_seconds,
+    write_report(args, config, state, vs_random, head_to_head, final_ladder, baseline_rows, final_seconds,
                  time.perf_counter() - start, agent_path, machine_text(started))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
 
-def write_report(args, config, state, vs_random, head_to_head, baseline_rows, final_seconds, wall_seconds, agent_path,
-                 measured_on: str) -> None:
+def engine_ladder() -> Ladder | None:
+    """The published Gardner ladder, or ``None`` (saying why) where Fairy-Stockfish is not installed."""
+    from agents.uci import EngineNotFoundError, find_engine
+
+    try:
+        find_engine("fairy-stockfish")
+    except EngineNotFoundError as exc:
+        print(f"no strength ladder: {exc}", flush=True)
+        return None
+    return Ladder.load("gardner")
+
+
+def write_report(args, config, state, vs_random, head_to_head, final_ladder, baseline_rows, final_seconds,
+                 wall_seconds, agent_path, measured_on: str) -> None:
     metrics = state["metrics"]
     out = args.out
     iters = [m["iteration"] for m in metrics]
@@ -124,6 +167,36 @@ def write_report(args, config, state, vs_random, head_to_head, baseline_rows, fi
         rows.append([name, t.games, f"{t.wins}-{t.draws}-{t.losses}", f"{t.wins / t.games:.3f}",
                      f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]", "-"])
     table = markdown_table(["opponent", "games", "W-D-L", "win rate [95% CI]", "score [95% CI]", "mean plies"], rows)
+    ladder_text = "Fairy-Stockfish is not installed here: no ladder was played."
+    if final_ladder is not None:
+        games = final_ladder.tally(next(iter(final_ladder.levels))).games
+        ladder_text = f"""The agent against Fairy-Stockfish at fixed node budgets (`agents.ladder.play_ladder`), both colors of
+each of {games // 2} published balanced openings (`agents/ladders/gardner.json`), {games} games a level; the levels'
+Elo is their published calibration (fsf-n1 = 0) and the agent's Elo is fitted to its games with the levels
+held there (95% profile-likelihood interval).
+
+{ladder_table(final_ladder)}
+"""
+    points = [m for m in metrics if "ladder_elo" in m]
+    if points:
+        minutes = [m["training_s"] / 60 for m in points]
+        curves = {"agent (short ladder)": (minutes, [m["ladder_elo"] for m in points]),
+                  "95% low": (minutes, [m["ladder_elo_low"] for m in points]),
+                  "95% high": (minutes, [m["ladder_elo_high"] for m in points])}
+        if final_ladder is not None:
+            curves["final ladder"] = ([minutes[-1]], [final_ladder.elo.elo])
+        curves_plot(os.path.join(out, "elo_vs_time.png"), curves, "training wall-clock (minutes)",
+                    "Elo (fsf-n1 = 0)", "Gardner: Elo against Fairy-Stockfish levels, during training")
+        elo_rows = [[m["iteration"], f"{m['training_s'] / 60:.1f}",
+                     f"{m['ladder_elo']:+.0f} [{m['ladder_elo_low']:+.0f}, {m['ladder_elo_high']:+.0f}]",
+                     *(f"{m[k]:.3f}" for k in m if k.startswith("ladder_fsf"))] for m in points]
+        level_names = [k[len("ladder_"):-len("_score")] for k in points[-1] if k.startswith("ladder_fsf")]
+        ladder_text += f"""
+During training, every {args.ladder_every} iterations, a short ladder ({args.ladder_openings} openings, both
+colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
+
+{markdown_table(["iteration", "training min", "Elo [95%]", *(f"score vs {n}" for n in level_names)], elo_rows)}
+"""
     selfplay = sum(m["selfplay_s"] for m in metrics)
     positions = sum(m["samples"] for m in metrics)
     train_seconds = metrics[-1]["elapsed_s"]
@@ -143,17 +216,23 @@ Baselines, same games (seeds 1,000,000 + i) under the same rules:
 
 {baseline_table(baseline_rows)}
 
-Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min, {positions:,} positions,
-{positions / max(selfplay, 1e-9):,.0f} positions/s), final matches {final_seconds / 60:.1f} min, whole run
-{wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on}
+Time: training {train_seconds / 60:.1f} min including the evaluations during training (self-play
+{selfplay / 60:.1f} min, {positions:,} positions, {positions / max(selfplay, 1e-9):,.0f} positions/s; learning
+{sum(m["train_s"] for m in metrics) / 60:.1f} min), final matches {final_seconds / 60:.1f} min, whole run
+{wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.device}
+({resolve_device(config.device)}), self-play workers: {config.workers or "in process"}. {measured_on}
 
 ## Matches
 
-Against random: the environments' seeded random player, game i seeded 1,000,000 + i. Against minimax
-and Fairy-Stockfish: `agents.arena.play_match`, colors alternating, two random opening plies per game
-(the engines and minimax are deterministic), seed 7. Intervals are Wilson 95%.
+Against random: the environments' seeded random player, game i seeded 1,000,000 + i. Against minimax:
+`agents.arena.play_match`, colors alternating, two random opening plies per game (minimax is
+deterministic), seed 7. Intervals are Wilson 95%.
 
 {table}
+
+## Strength ladder
+
+{ladder_text}
 
 Plots: `raw_vs_random.png` (the raw policy, no search, each iteration), `losses.png`; every number per
 iteration: `metrics.csv`.

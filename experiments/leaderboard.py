@@ -13,6 +13,9 @@ names its variant). Each pairing plays ``--games`` games, colors alternating.
 Elo is fitted over all games of a variant with random fixed at 0. The
 reference row is random against random over ``--reference-games`` games.
 
+With ``--ladder`` every checkpoint also plays its variant's published strength ladder
+(Fairy-Stockfish at fixed node budgets, agents/ladder.py), one section each.
+
 Writes leaderboard.md, leaderboard.csv, leaderboard.png and games.pgn under
 ``--out`` (default runs/leaderboard/<time>/) and prints the table.
 """
@@ -31,6 +34,7 @@ from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.arena import (
     all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
 )
+from agents.ladder import Ladder, ladder_table, play_ladder
 from agents.perfect import PerfectAgent
 from agents.ratings import elo_mle
 from agents.runs import machine, machine_text
@@ -173,6 +177,33 @@ def _vs_columns(t):
                 vs_random_high=round(t.interval[1], 4))
 
 
+def ladder_sections(checkpoints, variants, args) -> list[str]:
+    """Markdown sections: each checkpoint against its variant's published Fairy-Stockfish ladder."""
+    sections = []
+    for variant, name, agent in checkpoints:
+        if variant not in variants:
+            continue
+        try:
+            ladder = Ladder.load(variant)
+        except ValueError as exc:
+            print(f"{name}: no ladder: {exc}")
+            continue
+        t0 = time.perf_counter()
+        try:
+            result = play_ladder(agent, variant, tuple(args.ladder_levels), ladder, openings=args.ladder_openings,
+                                 workers=args.workers)
+        except (agents.EngineNotFoundError, ValueError) as exc:
+            print(f"{name}: ladder not played: {exc}")
+            continue
+        games = 2 * len(ladder.openings[:args.ladder_openings] if args.ladder_openings else ladder.openings)
+        print(f"[{variant} ladder] {name}: Elo {result.elo.elo:+.0f} in {time.perf_counter() - t0:.0f} s", flush=True)
+        sections.append(f"## Strength ladder: {name} ({variant})\n\nFairy-Stockfish at fixed node budgets from the "
+                        f"published balanced openings, {games} games a level (both colors of each); levels' Elo "
+                        f"from the published calibration (fsf-n1 = 0); see docs/ladder.md.\n\n"
+                        f"{ladder_table(result)}\n")
+    return sections
+
+
 def plot(results, path: str) -> bool:
     """Elo with 95% intervals, one panel per variant; False if matplotlib is missing."""
     try:
@@ -220,6 +251,12 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=None, help="output folder (default runs/leaderboard/<time>)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="game processes (default: all cores)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ladder", action="store_true",
+                   help="also play every checkpoint through its variant's published strength ladder (agents/ladder.py)")
+    p.add_argument("--ladder-levels", type=int, nargs="*", default=[1, 10, 100, 1000],
+                   help="Fairy-Stockfish node budgets of the ladder (default 1 10 100 1000)")
+    p.add_argument("--ladder-openings", type=int, default=None,
+                   help="published openings used, 2 games each per level (default: all)")
     args = p.parse_args(argv)
 
     start = time.perf_counter()
@@ -266,6 +303,9 @@ def main(argv=None) -> None:
         table += csv_rows(rows, ref, variant)
         games += all_games(matches)
         print(f"[{variant}] {len(all_games(matches))} games in {time.perf_counter() - t0:.0f} s")
+
+    if args.ladder:
+        sections += ladder_sections(checkpoints, variants, args)
 
     header = (f"# Leaderboard\n\n{datetime.datetime.now():%Y-%m-%d %H:%M}, seed {args.seed}, {args.games} games per "
               f"pairing (colors alternate), {args.opening_plies} random opening plies. Elo: maximum likelihood "

@@ -13,6 +13,7 @@ import agents  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.mcts import SearchConfig, UniformEvaluator, run_search  # noqa: E402
 from agents.alphazero.train import Config, load_checkpoint, make_net, train, write_agent  # noqa: E402
+from agents.devices import resolve_device  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
 
@@ -226,3 +227,38 @@ def test_self_play_records_replay_to_their_results():
             assert record.result == outcome.result()
             assert record.termination == outcome.termination.name.lower().replace("_", " ")
     assert (records[1].plies, records[1].termination, records[1].result) == (0, "checkmate", "1-0")
+
+
+def test_devices_resolve_and_refuse_clearly(monkeypatch):
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        resolve_device("tpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+    with pytest.raises(ValueError, match="sees no CUDA GPU"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match="no usable Apple MPS"):
+        resolve_device("mps")
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto"])
+def test_tiny_training_on_a_device_resumes_to_the_same_state(tmp_path, device, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # "auto" means the CPU here, GPU or not
+    straight = train(tiny_config(tmp_path / "a", iterations=2, device=device), verbose=False)
+    train(tiny_config(tmp_path / "b", iterations=1, device=device), verbose=False)
+    resumed = train(tiny_config(tmp_path / "b", iterations=2, device=device), resume=True, verbose=False)
+    for name, tensor in straight["model"].items():
+        assert tensor.device.type == "cpu" and torch.equal(tensor, resumed["model"][name]), name
+
+
+def test_hours_budget_stops_training_and_a_resume_with_more_hours_goes_on(tmp_path):
+    # a budget below one iteration's time: the first iteration runs, the second would pass the budget
+    state = train(tiny_config(tmp_path, iterations=5, hours=1e-9), verbose=False)
+    assert state["iteration"] == 1
+    assert state["metrics"][-1]["training_s"] == pytest.approx(
+        state["metrics"][-1]["selfplay_s"] + state["metrics"][-1]["train_s"])
+    state = train(tiny_config(tmp_path, iterations=3, hours=1.0), resume=True, verbose=False)
+    assert state["iteration"] == 3
+    times = [m["training_s"] for m in state["metrics"]]
+    assert times == sorted(times) and times[-1] < 3600

@@ -53,3 +53,49 @@ def test_a_tiny_leaderboard_runs_both_ways_and_states_the_machine(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         report = (out / "leaderboard.md").read_text()
         assert "load average" in report and f"({os.cpu_count()} cores)" in report
+
+
+def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    from agents.uci import EngineNotFoundError, find_engine
+
+    try:
+        find_engine("fairy-stockfish")
+    except EngineNotFoundError as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "gardner"
+    done = run(["experiments/alphazero_gardner.py", "--out", str(out), "--iterations", "2", "--games", "4",
+                "--simulations", "4", "--eval-games", "2", "--final-games", "2", "--opponent-games", "2",
+                "--ladder-every", "2", "--ladder-openings", "1", "--ladder-levels", "1", "--final-levels", "1",
+                "--final-openings", "2",
+                "--device", "cpu", "--threads", "1"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (out / "report.md").read_text()
+    assert "| fsf-n1 | +0 | 4 |" in report  # both colors of each opening
+    assert "a short ladder (1 openings, both" in report and (out / "elo_vs_time.png").exists()
+    header = (out / "metrics.csv").read_text().splitlines()[0]
+    assert "ladder_elo" in header and "training_s" in header
+
+
+def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    from agents.uci import EngineNotFoundError, find_engine
+
+    try:
+        find_engine("fairy-stockfish")
+    except EngineNotFoundError as exc:
+        pytest.skip(str(exc))
+    import agents
+    from agents.alphazero.train import Config, make_net
+    from agents.alphazero.agent import AlphaZeroAgent
+
+    net, _ = make_net(Config(variant="gardner", blocks=1, channels=8, policy_channels=2))
+    AlphaZeroAgent(net, "gardner", simulations=0).save(str(tmp_path / "runs" / "tiny"))
+    assert agents.load(str(tmp_path / "runs" / "tiny")).simulations == 0
+    out = tmp_path / "board"
+    done = run(["experiments/leaderboard.py", "--variant", "gardner", "--games", "2", "--reference-games", "2",
+                "--depths", "1", "--no-engines", "--runs", str(tmp_path / "runs"), "--out", str(out),
+                "--workers", "2", "--ladder", "--ladder-levels", "1", "--ladder-openings", "2"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (out / "leaderboard.md").read_text()
+    assert "## Strength ladder: tiny (gardner)" in report and "| fsf-n1 | +0 | 4 |" in report

@@ -100,8 +100,17 @@ class AlphaZeroAgent(Agent):
                        last_move=self.encoding.last_move, simulations=self.simulations,
                        search=dataclasses.asdict(self.search))
 
+    def to(self, device: str = "auto") -> AlphaZeroAgent:
+        """Move the network to ``device`` (``auto | cpu | cuda | mps``, see :func:`agents.devices.resolve_device`);
+        returns the agent. Agents sent to worker processes should stay on the CPU."""
+        from agents.devices import resolve_device
+
+        self.net.to(resolve_device(device))
+        self.evaluator.clear()
+        return self
+
     @classmethod
-    def load(cls, path: str, simulations: int | None = None) -> AlphaZeroAgent:
+    def load(cls, path: str, simulations: int | None = None, device: str = "cpu") -> AlphaZeroAgent:
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool,
                                                                "simulations": int, "search": dict})
@@ -109,5 +118,6 @@ class AlphaZeroAgent(Agent):
         search = check_settings(path, settings["search"], {}, search_types)
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
-        return cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
-                   SearchConfig(**search), manifest.get("name", "alphazero"))
+        agent = cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
+                    SearchConfig(**search), manifest.get("name", "alphazero"))
+        return agent if device == "cpu" else agent.to(device)

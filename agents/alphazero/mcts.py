@@ -56,8 +56,9 @@ class NetworkEvaluator:
     of the legal moves only, and is emptied when it holds ``cache_size`` entries.
     """
 
-    def __init__(self, net, cache_size: int = 200_000):
+    def __init__(self, net, cache_size: int = 200_000, mixed_precision: bool = True):
         self.net = net
+        self.mixed_precision = mixed_precision  # bf16 autocast, on a CUDA device only
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
         self.cache_size = cache_size
         self.hits = self.misses = 0
@@ -92,15 +93,19 @@ class NetworkEvaluator:
         return priors, values
 
     def evaluate(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Uncached network call: softmax over the legal actions, and values."""
+        """Uncached network call on the network's device: softmax over the legal actions, and values."""
         import torch
 
+        from agents.devices import autocast
+
         self.net.eval()
-        with torch.inference_mode():
-            logits, values = self.net(torch.from_numpy(np.ascontiguousarray(observations)))
-            logits = logits.masked_fill(torch.from_numpy(masks) == 0, float("-inf"))
+        device = next(self.net.parameters()).device
+        with torch.inference_mode(), autocast(device, self.mixed_precision):
+            obs = torch.from_numpy(np.ascontiguousarray(observations)).to(device, non_blocking=True)
+            logits, values = self.net(obs)
+            logits = logits.float().masked_fill(torch.from_numpy(masks).to(device) == 0, float("-inf"))
             priors = torch.softmax(logits, dim=-1)
-        return priors.numpy(), values.numpy()
+        return priors.cpu().numpy(), values.float().cpu().numpy()
 
 
 def run_search(positions, evaluator, config: SearchConfig, encoding: ObservationEncoding,

@@ -23,6 +23,7 @@ import torch
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games
+from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
 from minichess_envs.engine import Position
@@ -58,6 +59,9 @@ class Config:
     weight_decay: float = 1e-4
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
+    device: str = "auto"  # where the learner and the in-process search run: auto | cpu | cuda | mps
+    mixed_precision: bool = True  # bf16 autocast on a CUDA device (ignored elsewhere)
+    hours: float | None = None  # stop once self-play and learning (not evaluation) have run this many hours
     init_from: str | None = None  # a saved AlphaZero agent (e.g. supervised) whose weights start the run
     # scaling out
     workers: int = 0
@@ -79,8 +83,8 @@ def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulat
         search=SearchConfig(simulations=simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
         blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
-        buffer_size=150_000, sample_reuse=2.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4,
-        **changes,
+        buffer_size=150_000, sample_reuse=2.0, batch_size=256, weight_decay=1e-4,
+        **{"learning_rate": 2e-3, **changes},
     )
 
 
@@ -135,8 +139,10 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
             policies = policies.copy()
             masks[flip] = masks[flip][:, mirror_perm]
             policies[flip] = policies[flip][:, mirror_perm]
-        policy_loss, value_loss = loss_terms(net, torch.from_numpy(obs), torch.from_numpy(masks),
-                                             torch.from_numpy(policies), torch.from_numpy(batch.values))
+        device = next(net.parameters()).device
+        with autocast(device, config.mixed_precision):
+            policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
+                                                        for x in (obs, masks, policies, batch.values)))
         optimizer.zero_grad()
         (policy_loss + value_loss).backward()
         optimizer.step()
@@ -164,7 +170,7 @@ def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
 
 def checkpoint_tensors(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, rng: np.random.Generator) -> dict:
     """What a self-play loop's checkpoint holds: network, optimizer, replay buffer and both generators."""
-    return {"net_config": dataclasses.asdict(net.config), "model": net.state_dict(),
+    return {"net_config": dataclasses.asdict(net.config), "model": {k: v.cpu() for k, v in net.state_dict().items()},
             "optimizer": optimizer.state_dict(),
             "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in buffer.state().items()},
             "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
@@ -186,11 +192,14 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     """
     if config.threads:
         torch.set_num_threads(config.threads)
-    # iterations (the budget) and where self-play runs may change when resuming; nothing else may
-    run = Run(config.run_dir, config, "alphazero", resume=resume, may_differ=("iterations", "workers", "ray_address"),
+    device = resolve_device(config.device)
+    # the budget and where the work runs may change when resuming; nothing else may
+    run = Run(config.run_dir, config, "alphazero", resume=resume,
+              may_differ=("iterations", "hours", "workers", "ray_address", "device", "mixed_precision"),
               verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net, encoding = make_net(config)
+    net.to(device)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     buffer = ReplayBuffer(config.buffer_size, encoding.shape, encoding.variant.num_actions)
     rng = np.random.default_rng(config.seed)
@@ -205,12 +214,15 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
         torch.set_rng_state(saved["torch_rng"])
     variant = encoding.variant
     mirror_perm = ActionEncoding(variant).mirror_permutation if config.mirror and not variant.castling else None
-    evaluator = NetworkEvaluator(net)
+    evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
     workers = SelfPlayWorkers(config) if config.workers > 0 else None
     progress = run.progress(config.iterations, f"alphazero {config.variant}")
     tensors = None
     try:
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
+            trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
+            if config.hours is not None and trained_s >= config.hours * 3600:
+                break
             t0 = time.perf_counter()
             starts = start_positions(config, config.games_per_iteration, rng)
             if workers is None:
@@ -228,6 +240,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
                 **losses, "selfplay_s": selfplay_s, "train_s": train_s,
+                "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
                 "positions_per_s": len(samples) / max(selfplay_s, 1e-9),
                 "mean_game_plies": float(np.mean([r.plies for r in records])),
                 "white_wins": sum(r.result == "1-0" for r in records) / len(records),
