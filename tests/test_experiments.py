@@ -67,7 +67,7 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
     done = run(["experiments/alphazero_gardner.py", "--out", str(out), "--iterations", "2", "--games", "4",
                 "--simulations", "4", "--eval-games", "2", "--final-games", "2", "--opponent-games", "2",
                 "--ladder-every", "2", "--ladder-openings", "1", "--ladder-levels", "1", "--final-levels", "1",
-                "--final-openings", "2",
+                "--final-openings", "2", "--pretrain-games", "6", "--pretrain-epochs", "1", "--eval-simulations", "4",
                 "--device", "cpu", "--threads", "1"])
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "report.md").read_text()
@@ -75,6 +75,7 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
     assert "a short ladder (1 openings, both" in report and (out / "elo_vs_time.png").exists()
     header = (out / "metrics.csv").read_text().splitlines()[0]
     assert "ladder_elo" in header and "training_s" in header
+    assert "The network first learned from 6 Fairy-Stockfish games" in report and (out / "pretrain" / "agent").is_dir()
 
 
 def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):

@@ -58,7 +58,7 @@ class NetworkEvaluator:
 
     def __init__(self, net, cache_size: int = 200_000, mixed_precision: bool = True):
         self.net = net
-        self.mixed_precision = mixed_precision  # bf16 autocast, on a CUDA device only
+        self.mixed_precision = mixed_precision  # bf16 autocast where it pays (agents.devices.autocast)
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
         self.cache_size = cache_size
         self.hits = self.misses = 0
@@ -100,7 +100,7 @@ class NetworkEvaluator:
 
         self.net.eval()
         device = next(self.net.parameters()).device
-        with torch.inference_mode(), autocast(device, self.mixed_precision):
+        with torch.inference_mode(), autocast(device, self.mixed_precision, inference_batch=len(observations)):
             obs = torch.from_numpy(np.ascontiguousarray(observations)).to(device, non_blocking=True)
             logits, values = self.net(obs)
             logits = logits.float().masked_fill(torch.from_numpy(masks).to(device) == 0, float("-inf"))

@@ -60,7 +60,7 @@ class Config:
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
     device: str = "auto"  # where the learner and the in-process search run: auto | cpu | cuda | mps
-    mixed_precision: bool = True  # bf16 autocast on a CUDA device (ignored elsewhere)
+    mixed_precision: bool = True  # bf16 autocast where it pays: on CUDA, and big inference batches on bf16 CPUs
     hours: float | None = None  # stop once self-play and learning (not evaluation) have run this many hours
     init_from: str | None = None  # a saved AlphaZero agent (e.g. supervised) whose weights start the run
     # scaling out
