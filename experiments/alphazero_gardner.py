@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     parser.add_argument("--final-openings", type=int, default=None,
                         help="published openings in the final ladder (default: all 100, 200 games a level)")
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--window-start", type=int, default=0,
+                        help="train on KataGo's growing window of recent samples, starting this big (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
     parser.add_argument("--ray-address", default=None)
@@ -94,7 +96,8 @@ def main(argv=None) -> int:
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
                             seed=args.seed, threads=args.threads, workers=args.workers,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
-                            hours=args.hours, learning_rate=args.learning_rate)
+                            hours=args.hours, learning_rate=args.learning_rate,
+                            window_start=args.window_start)
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
         pretrained = pretrain(args, config)

@@ -262,3 +262,20 @@ def test_hours_budget_stops_training_and_a_resume_with_more_hours_goes_on(tmp_pa
     assert state["iteration"] == 3
     times = [m["training_s"] for m in state["metrics"]]
     assert times == sorted(times) and times[-1] < 3600
+
+
+def test_replay_window_grows_as_katago_s_formula_and_sampling_stays_inside_it():
+    from agents.alphazero.selfplay import ReplayBuffer, Samples, replay_window
+
+    assert replay_window(1_000, 20_000) == 20_000
+    # KataGo: c (1 + beta ((N / c)^alpha - 1) / alpha); c = 20k, N = 320k: (N / c)^0.75 = 16^0.75 = 8,
+    # so 20k * (1 + 0.4 * 7 / 0.75) = 94,666.67
+    assert replay_window(320_000, 20_000) == 94_666
+    buffer = ReplayBuffer(10, (1,), 2)
+    for start in range(0, 25, 5):  # values 0..24 added in order; the ring holds 15..24
+        values = np.arange(start, start + 5, dtype=np.float32)
+        buffer.add(Samples(np.zeros((5, 1), np.float16), np.ones((5, 2), np.int8), np.full((5, 2), 0.5, np.float32),
+                           values))
+    rng = np.random.default_rng(0)
+    assert set(buffer.sample(2_000, rng, window=3).values) == {22.0, 23.0, 24.0}
+    assert set(buffer.sample(2_000, rng).values) == set(np.arange(15, 25, dtype=np.float32))

@@ -115,8 +115,12 @@ class ReplayBuffer:
             self.size = min(self.capacity, self.size + n)
             self.added += n
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Samples:
-        idx = rng.integers(self.size, size=batch_size)
+    def sample(self, batch_size: int, rng: np.random.Generator, window: int | None = None) -> Samples:
+        """``batch_size`` samples drawn uniformly from the most recent ``window`` (default: all held)."""
+        if window is None or window >= self.size:
+            idx = rng.integers(self.size, size=batch_size)
+        else:
+            idx = (self.next - 1 - rng.integers(max(1, int(window)), size=batch_size)) % self.capacity
         return Samples(self.observations[idx], self.masks[idx], self.policies[idx], self.values[idx])
 
     def state(self) -> dict:
@@ -135,6 +139,15 @@ class ReplayBuffer:
         self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
+
+
+def replay_window(added: int, start: int, alpha: float = 0.75, beta: float = 0.4) -> int:
+    """KataGo's growing replay window (Wu, 2019, section 4.2): ``start`` samples at first, then
+    ``start * (1 + beta * ((added / start) ** alpha - 1) / alpha)`` once ``added`` samples exist, so
+    early, weaker games leave training sooner than a fixed window would let them."""
+    if added <= start:
+        return start
+    return int(start * (1 + beta * ((added / start) ** alpha - 1) / alpha))
 
 
 def _record(game, first_ply: int, variant: str) -> GameRecord:

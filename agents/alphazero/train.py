@@ -22,7 +22,7 @@ import torch
 
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
-from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games
+from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, replay_window
 from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
@@ -53,6 +53,7 @@ class Config:
     last_move: bool = False
     # training
     buffer_size: int = 200_000
+    window_start: int = 0  # > 0: train on a growing window of recent samples from this size (KataGo); 0: all
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
@@ -130,7 +131,8 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
     net.train()
     totals = {"policy_loss": 0.0, "value_loss": 0.0}
     for _ in range(steps):
-        batch = buffer.sample(config.batch_size, rng)
+        window = replay_window(buffer.added, config.window_start) if config.window_start > 0 else None
+        batch = buffer.sample(config.batch_size, rng, window)
         obs, masks, policies = batch.observations.astype(np.float32), batch.masks, batch.policies
         if mirror_perm is not None:  # reflect half the batch left-right: files reversed, actions permuted
             flip = rng.random(len(obs)) < 0.5
