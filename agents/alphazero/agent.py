@@ -6,17 +6,18 @@ import dataclasses
 
 import numpy as np
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, search_positions
 from agents.alphazero.network import NetConfig, PolicyValueNet
-from agents.base import Agent, check_settings, read_manifest, write_manifest
+from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
 from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
 
 
 class AlphaZeroAgent(Agent):
-    """Plays the most visited move of a search with ``simulations`` simulations
-    (0: the network's most probable legal move, no search).
+    """Plays the move a search with ``simulations`` simulations chooses (PUCT: the
+    most visited; Gumbel root: sequential halving's pick, without noise), or with
+    0 the network's most probable legal move, no search.
 
     It needs the position (its observation may differ from the caller's); the
     observation argument is ignored.
@@ -59,8 +60,7 @@ class AlphaZeroAgent(Agent):
             masks = np.stack([p.action_mask() for p in positions])
             priors, _ = self.evaluator.evaluate(obs, masks)
             return priors.argmax(1)
-        visits, _ = run_search(positions, self.evaluator, self.search, self.encoding)
-        return visits.argmax(1)
+        return search_positions(positions, self.evaluator, self.search, self.encoding).actions
 
     def value(self, positions) -> np.ndarray:
         """The value head for each position, from its side to move."""
@@ -74,7 +74,8 @@ class AlphaZeroAgent(Agent):
         ``{"value", "simulations", "moves": [{"move", "action", "prior", "visits", "q"}]}``:
         values and ``q`` are for the side to move, ``visits`` is the share of
         the search's simulations (the policy's prior when ``simulations`` is 0),
-        moves are ordered by visits (then prior).
+        moves are ordered by visits, then by the search's policy (the improved
+        policy with a Gumbel root: the move the agent plays comes first), then prior.
         """
         if position.is_game_over():
             raise ValueError(f"nothing to analyse: the game is over in {position.fen()}")
@@ -83,13 +84,13 @@ class AlphaZeroAgent(Agent):
         priors, value = self.evaluator.evaluate(obs, mask)
         priors = priors[0]
         if self.simulations > 0:
-            visits, q = run_search([position], self.evaluator, self.search, self.encoding)
-            share = visits[0] / max(float(visits[0].sum()), 1.0)
-            q = q[0]
+            result = search_positions([position], self.evaluator, self.search, self.encoding)
+            share = result.visits[0] / max(float(result.visits[0].sum()), 1.0)
+            q, policy = result.q[0], result.policy[0]
         else:
-            share, q = priors, np.full_like(priors, np.nan)
+            share, q, policy = priors, np.full_like(priors, np.nan), priors
         legal = position.legal_actions()
-        legal.sort(key=lambda a: (-share[a], -priors[a]))
+        legal.sort(key=lambda a: (-share[a], -policy[a], -priors[a]))
         moves = [{"move": position.action_to_move(a).uci(), "action": int(a), "prior": float(priors[a]),
                   "visits": float(share[a]), "q": None if np.isnan(q[a]) else float(q[a])} for a in legal[:top]]
         return {"value": float(value[0]), "simulations": self.simulations, "moves": moves}
@@ -114,10 +115,13 @@ class AlphaZeroAgent(Agent):
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool,
                                                                "simulations": int, "search": dict})
-        search_types = {f.name: (float if f.type == "float" else int) for f in dataclasses.fields(SearchConfig)}
-        search = check_settings(path, settings["search"], {}, search_types)
+        search = check_settings(path, settings["search"], {}, SearchConfig.setting_types())
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
-        agent = cls(net, settings["variant"], settings["history"], settings["last_move"], sims,
-                    SearchConfig(**search), manifest.get("name", "alphazero"))
+        try:
+            search = SearchConfig(**search)
+        except ValueError as exc:
+            raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
+        agent = cls(net, settings["variant"], settings["history"], settings["last_move"], sims, search,
+                    manifest.get("name", "alphazero"))
         return agent if device == "cpu" else agent.to(device)

@@ -302,8 +302,7 @@ class BoardGameAlphaZeroAgent(Agent):
     def load(cls, path: str, simulations: int | None = None) -> BoardGameAlphaZeroAgent:
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"game": str, "simulations": int, "search": dict})
-        search_types = {f.name: (float if f.type == "float" else int) for f in dataclasses.fields(SearchConfig)}
-        search = check_settings(path, settings["search"], {}, search_types)
+        search = check_settings(path, settings["search"], {}, SearchConfig.setting_types())
         if settings["game"] not in GAMES:
             raise ValueError(f"{path}: unknown game {settings['game']!r}; known: {', '.join(GAMES)}")
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, search_positions
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.tablebase import Tablebase, probe_targets
 
@@ -60,13 +60,12 @@ class TablebaseEvaluation:
         return np.concatenate(actions), np.concatenate(values)
 
     def search_actions(self, net, which: np.ndarray) -> np.ndarray:
-        """The most visited move of a search from each position in ``which`` (indices into the rows)."""
+        """The move a search chooses from each position in ``which`` (indices into the rows)."""
         evaluator = NetworkEvaluator(net)
         out = []
         for start in range(0, len(which), 512):
             positions = [self.positions[k] for k in which[start:start + 512]]
-            visits, _ = run_search(positions, evaluator, self.search, self.encoding)
-            out.append(visits.argmax(1))
+            out.append(search_positions(positions, evaluator, self.search, self.encoding).actions)
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def rates(self, actions: np.ndarray, which: np.ndarray) -> dict:

@@ -206,6 +206,8 @@ def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Gener
     games = list(games)
     if not games:
         raise ValueError("run_game_search needs at least one game")
+    if config.root != "puct":
+        raise ValueError(f"run_game_search is PUCT only; root={config.root!r} needs the C search of chess variants")
     n = len(games)
     first = games[0]
     search = GameSearch(n, first.num_actions, first.observation_shape, c_puct=config.c_puct,

@@ -16,9 +16,12 @@ from minichess_envs import _core
 from minichess_envs.encoding import ObservationEncoding
 
 
+ROOTS = ("puct", "gumbel")
+
+
 @dataclasses.dataclass
 class SearchConfig:
-    """PUCT search settings.
+    """Search settings: PUCT, or Gumbel AlphaZero at the root.
 
     :param simulations: simulations per searched position.
     :param c_puct: exploration constant of the PUCT rule.
@@ -29,6 +32,14 @@ class SearchConfig:
         called (virtual loss keeps them apart); more leaves, bigger batches.
     :param dirichlet_alpha, dirichlet_epsilon: root noise during self-play.
     :param fpu: value assumed for unvisited moves.
+    :param root: ``"puct"`` (AlphaZero: the most visited move, Dirichlet noise in
+        self-play, visit-share targets) or ``"gumbel"`` (Danihelka et al., ICLR
+        2022: Gumbel-top-k of ``gumbel_considered`` moves and sequential halving
+        at the root, the paper's deterministic choice below it; plays the
+        search's chosen move, Gumbel noise in self-play, completed-Q targets).
+        ``c_puct``, ``fpu`` and the Dirichlet settings are PUCT's only.
+    :param gumbel_considered: moves sampled at the root (m).
+    :param c_visit, c_scale: Gumbel's sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2.
     """
 
     simulations: int = 64
@@ -38,6 +49,44 @@ class SearchConfig:
     dirichlet_alpha: float = 0.3
     dirichlet_epsilon: float = 0.25
     fpu: float = 0.0
+    root: str = "puct"
+    gumbel_considered: int = 16
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+
+    def __post_init__(self):
+        if self.root not in ROOTS:
+            raise ValueError(f"SearchConfig.root must be one of {', '.join(ROOTS)}, got {self.root!r}")
+        m = self.gumbel_considered
+        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+            raise ValueError(f"SearchConfig.gumbel_considered must be an integer >= 1, got {m!r}")
+        for name in ("c_visit", "c_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
+
+    @classmethod
+    def setting_types(cls) -> dict:
+        """Each field's type, for checking settings read from a file."""
+        kinds = {"float": float, "int": int, "str": str}
+        return {f.name: kinds[f.type] for f in dataclasses.fields(cls)}
+
+
+@dataclasses.dataclass
+class SearchResult:
+    """What a search of ``n`` positions found, float32 ``(n, num_actions)`` arrays except ``actions``.
+
+    ``visits``: simulations through each root move; ``q``: its mean value for
+    the side to move (0 if unvisited); ``policy``: the training target (PUCT:
+    the visit shares; Gumbel: the improved policy softmax(log P + sigma(completed
+    Q)) over the legal moves); ``actions``: int64 ``(n,)``, the move to play
+    (PUCT: the most visited, the first on ties; Gumbel: the search's choice).
+    """
+
+    visits: np.ndarray
+    q: np.ndarray
+    policy: np.ndarray
+    actions: np.ndarray
 
 
 class UniformEvaluator:
@@ -110,27 +159,38 @@ class NetworkEvaluator:
 
 def run_search(positions, evaluator, config: SearchConfig, encoding: ObservationEncoding,
                rng: np.random.Generator | None = None, ply_limit: int | None = None):
-    """Search every position; returns ``(visits, q)``, float32 ``(len(positions), num_actions)``.
+    """Search every position; returns ``(visits, q)`` (see :func:`search_positions`)."""
+    result = search_positions(positions, evaluator, config, encoding, rng, ply_limit)
+    return result.visits, result.q
 
-    ``visits[i, a]`` counts the simulations through move ``a`` at root ``i`` and
-    ``q[i, a]`` is that move's mean value for the side to move. With ``rng``,
-    Dirichlet noise is mixed into the root priors (self-play exploration).
-    Positions must not be game-over.
+
+def search_positions(positions, evaluator, config: SearchConfig, encoding: ObservationEncoding,
+                     rng: np.random.Generator | None = None, ply_limit: int | None = None) -> SearchResult:
+    """Search every position (none may be game-over) with ``config.simulations`` simulations each.
+
+    With ``rng`` the root gets noise for self-play exploration: Dirichlet noise
+    mixed into the priors (PUCT), or Gumbel noise on the logits (Gumbel; the
+    chosen move is then a sample of the improved policy). Without, the search is
+    deterministic.
     """
     n = len(positions)
     variant = encoding.variant
     rules = variant.rules
     A = rules.num_actions
+    gumbel = config.root == "gumbel"
     search = _core.Search(rules, n, c_puct=config.c_puct, discount=config.discount, fpu=config.fpu,
                           ply_limit=variant.ply_limit if ply_limit is None else ply_limit,
-                          history=encoding.history, last_move=encoding.last_move)
+                          history=encoding.history, last_move=encoding.last_move, root=config.root,
+                          considered=config.gumbel_considered, c_visit=config.c_visit, c_scale=config.c_scale)
     for i, position in enumerate(positions):
         search.set_root(i, position)
+    if gumbel and rng is not None:
+        search.set_gumbel(rng.gumbel(size=(n, A)).astype(np.float32))
     k = max(1, config.leaves_per_tree)
     observations = np.zeros((n * k, *encoding.shape), np.float32)
     masks = np.zeros((n * k, A), np.int8)
     keys = np.zeros(n * k, np.uint64)
-    noise_added = rng is None or config.dirichlet_epsilon <= 0
+    noise_added = gumbel or rng is None or config.dirichlet_epsilon <= 0
     while search.min_visits() < config.simulations:
         # The first round expands the roots (one leaf each); noise goes on right after.
         count = search.select(1 if not noise_added else k, config.simulations, observations, masks, keys)
@@ -143,7 +203,14 @@ def run_search(positions, evaluator, config: SearchConfig, encoding: Observation
     visits = np.zeros((n, A), np.float32)
     q = np.zeros((n, A), np.float32)
     search.root_stats(visits, q)
-    return visits, q
+    if gumbel:
+        policy = np.zeros((n, A), np.float32)
+        actions = np.zeros(n, np.int64)
+        search.root_policy(policy, actions)
+    else:
+        policy = visits / np.maximum(visits.sum(1, keepdims=True), 1.0)
+        actions = visits.argmax(1)
+    return SearchResult(visits, q, policy, actions)
 
 
 def dirichlet_noise(positions, alpha: float, num_actions: int, rng: np.random.Generator) -> np.ndarray:

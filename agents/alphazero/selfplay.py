@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from agents.alphazero.mcts import SearchConfig, run_search
+from agents.alphazero.mcts import SearchConfig, search_positions
 from agents.arena import GameRecord, termination_name
 from minichess_envs.encoding import ObservationEncoding
 
@@ -36,13 +36,17 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
                temperature_plies: int = 8, ply_limit: int | None = None) -> tuple[Samples, list[GameRecord]]:
     """Play one game from each start position (copies are played) and return its training samples.
 
-    Every move: a noisy search of all unfinished games at once, then a move
+    Every move: a noisy search of all unfinished games at once. PUCT: a move
     sampled in proportion to the visit counts for the first ``temperature_plies``
-    plies of the game, and the most visited move afterwards (ties broken at random).
+    plies of the game, and the most visited move afterwards (ties broken at
+    random); the target is the visit shares. Gumbel root: the search's chosen
+    move (its Gumbel noise explores; ``temperature_plies`` is not used), the
+    target the improved policy.
     A game reaching ``ply_limit`` (default: the variant's) counts as a draw.
     """
     variant = encoding.variant
     limit = variant.ply_limit if ply_limit is None else ply_limit
+    gumbel = search.root == "gumbel"
     games = [start.copy() for start in starts]
     first_ply = [g.ply for g in games]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move)
@@ -53,13 +57,16 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
             records[i] = _record(g, g.ply, variant.name)
     while active:
         positions = [games[i] for i in active]
-        visits, _ = run_search(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
+        result = search_positions(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
+        visits = result.visits
         still = []
         for row, i in enumerate(active):
             g = games[i]
-            policy = visits[row] / visits[row].sum()
+            policy = result.policy[row] if gumbel else visits[row] / visits[row].sum()
             trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn))
-            if g.ply - first_ply[i] < temperature_plies:
+            if gumbel:
+                action = int(result.actions[row])
+            elif g.ply - first_ply[i] < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
             else:
                 best = np.flatnonzero(visits[row] == visits[row].max())

@@ -1,5 +1,5 @@
 /*
- * search.c -- batched Monte Carlo tree search (AlphaZero's PUCT) over the engine.
+ * search.c -- batched Monte Carlo tree search (AlphaZero's PUCT, or Gumbel at the root) over the engine.
  *
  * The `Search` type of the _core module: many trees searched together, so that
  * one network call evaluates a leaf of every tree.  It plays moves with the
@@ -7,8 +7,10 @@
  * it (agents/alphazero/mcts.py, run_search):
  *
  *     search = Search(rules, num_trees, c_puct=1.25, discount=0.99, virtual_loss=1.0, fpu=0.0,
- *                     ply_limit=2**30, history=1, last_move=False)
+ *                     ply_limit=2**30, history=1, last_move=False,
+ *                     root="puct", considered=16, c_visit=50.0, c_scale=1.0)
  *     search.set_root(i, position)                  for every tree i (copies its history)
+ *     search.set_gumbel(noise)                      root="gumbel": float32 (num_trees, A) Gumbel noise
  *     while search.min_visits() < simulations:
  *         n = search.select(k, simulations, obs, masks, keys)
  *             # up to k simulations in every rooted tree with fewer than `simulations`
@@ -20,6 +22,7 @@
  *         search.mix_root_noise(noise, epsilon)     # optional, once the roots are expanded:
  *                                                   # P <- (1 - eps) P + eps noise[i, action]
  *     search.root_stats(visits, q)                  # float32 (num_trees, A) each
+ *     search.root_policy(policy, actions)           # root="gumbel": improved policy, move to play
  *
  * visits(i), min_visits(), clear(i) (tree i leaves the search) and the
  * `pending` count (leaves waiting for backup) complete it; set_root and clear
@@ -35,9 +38,25 @@
  * per-ply discount (value of a position = -discount * value of the position
  * after the chosen move), so a mate in 1 is worth more than a mate in 3 and a
  * loss later is better than a loss now.
+ *
+ * root="gumbel" (Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by
+ * planning with Gumbel", ICLR 2022): at the root, sequential halving over the
+ * simulation budget among the top `considered` moves by g + log P (g: Gumbel
+ * noise from the caller, zero for a deterministic search), ranked by
+ * g + log P + sigma(completed Q); below the root, the deterministic choice
+ * argmax pi'(a) - N(a) / (1 + sum N) with pi' = softmax(log P + sigma(completed Q)).
+ * Completed Q: a visited move's mean value, an unvisited one's the mixed value
+ * of the node's own network value and its visited moves' Q.  sigma(q) =
+ * (c_visit + max N) * c_scale * (q + 1) / 2: values lie in [-1, 1] here, so
+ * they are mapped to [0, 1] by that fixed range (not by the min and max of the
+ * node's Q, which would blow a 0.01 difference up to the full scale).  Root
+ * decisions leave out the virtual visits and losses of waiting simulations
+ * (`inflight`), except that the visit counts of the halving schedule include
+ * them, so the k leaves of one round take consecutive places in it.
  */
 #include "core.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -52,7 +71,9 @@ typedef struct {
     float value_sum;     /* W, from the view of the side that moved into this node */
     int8_t terminal;     /* game over here: value is exact */
     int8_t pending;      /* expanded at selection, waiting for network priors */
-    float terminal_value; /* if terminal: value for the side to move here */
+    int16_t inflight;    /* virtual visits (and losses) in N and W, of simulations waiting for backup */
+    float value;         /* this position's own value for the side to move here: exact if terminal,
+                          * else the network's once it has answered (Gumbel's mixed value needs it) */
 } Node;
 
 typedef struct {
@@ -61,6 +82,9 @@ typedef struct {
     Game game;    /* root history; pushed along a path during selection */
     int root_ply; /* game.ply at the root */
     int has_root;
+    float *gumbel;     /* Gumbel root: the root's noise per action (zeros unless set_gumbel) */
+    int32_t *schedule; /* Gumbel root: sequential halving's visit count for each simulation index */
+    int schedule_m, schedule_n, schedule_cap; /* the considered count and budget `schedule` is for */
 } Tree;
 
 typedef struct {
@@ -73,6 +97,11 @@ typedef struct {
     int num_trees;
     Tree *trees;
     float c_puct, discount, virtual_loss, fpu;
+    int gumbel;            /* root="gumbel": sequential halving at the root, the improved policy below */
+    int considered;        /* Gumbel: most root moves sampled (m) */
+    float c_visit, c_scale; /* Gumbel: sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2 */
+    float *scratch;        /* one float per action: a node's children during Gumbel selection */
+    float *noise;          /* Gumbel: (num_trees, A) root noise, trees[i].gumbel point into it */
     int ply_limit;
     ObsLayout layout;
     Leaf *leaves; /* leaves of the last select, waiting for backup */
@@ -118,13 +147,15 @@ static uint64_t observation_key(const Rules *r, const Game *g, const ObsLayout *
     return key;
 }
 
-/* Back up `value` (for the side to move at `node`) to the root, negamax with discount. */
-static void backup_path(SearchObject *s, Tree *t, int32_t node, float value, float undo_virtual) {
+/* Back up `value` (for the side to move at `node`) to the root, negamax with discount,
+ * turning the path's virtual visits into real ones (their virtual losses are taken back). */
+static void backup_path(SearchObject *s, Tree *t, int32_t node, float value) {
     while (node >= 0) {
         Node *nd = &t->nodes[node];
         if (nd->parent < 0) break; /* the root has no edge to credit */
         value = -s->discount * value;
-        nd->value_sum += value + undo_virtual;
+        nd->value_sum += value + s->virtual_loss;
+        nd->inflight -= 1;
         node = nd->parent;
     }
 }
@@ -152,12 +183,13 @@ static int expand(SearchObject *s, Tree *t, int32_t node) {
         c->value_sum = 0.0f;
         c->terminal = 0;
         c->pending = 0;
-        c->terminal_value = 0.0f;
+        c->inflight = 0;
+        c->value = 0.0f;
     }
     return 0;
 }
 
-static int32_t select_child(const SearchObject *s, const Tree *t, const Node *nd) {
+static int32_t puct_child(const SearchObject *s, const Tree *t, const Node *nd) {
     float sqrt_n = sqrtf((float)(nd->visits > 1 ? nd->visits : 1));
     float best = -1e30f;
     int32_t best_k = nd->first_child;
@@ -173,11 +205,151 @@ static int32_t select_child(const SearchObject *s, const Tree *t, const Node *nd
     return best_k;
 }
 
+/* ---- Gumbel root search (Danihelka et al., "Policy improvement by planning with Gumbel", ICLR 2022) ---- */
+
+static float log_prior(float p) { return logf(p > FLT_MIN ? p : FLT_MIN); }
+
+/* sigma(completed Q) of nd's children, into out[0 .. num_children).  A visited
+ * child's Q is its mean value; an unvisited one gets the mixed value
+ * (raw value of nd and the prior-weighted Q of the visited children, weighted
+ * 1 : sum N).  Q in [-1, 1] maps to [0, 1] and is scaled by (c_visit + max N) * c_scale.
+ * clean: leave out the virtual visits and losses of simulations waiting for
+ * backup (root decisions); otherwise they count, as in PUCT, so that the
+ * leaves of one round spread out. */
+static void completed_sigma(const SearchObject *s, const Tree *t, const Node *nd, int clean, float *out) {
+    const Node *ch = &t->nodes[nd->first_child];
+    double sum_n = 0.0, sum_p = 0.0, sum_pq = 0.0;
+    int max_n = 0;
+    for (int k = 0; k < nd->num_children; k++) {
+        int n = ch[k].visits - (clean ? ch[k].inflight : 0);
+        if (n <= 0) continue;
+        float w = ch[k].value_sum + (clean ? s->virtual_loss * (float)ch[k].inflight : 0.0f);
+        double q = (double)w / n, p = ch[k].prior > FLT_MIN ? ch[k].prior : FLT_MIN;
+        out[k] = (float)q;
+        sum_n += n;
+        sum_p += p;
+        sum_pq += p * q;
+        if (n > max_n) max_n = n;
+    }
+    double mixed = sum_n > 0.0 ? (nd->value + sum_n * (sum_pq / sum_p)) / (sum_n + 1.0) : nd->value;
+    float scale = 0.5f * (s->c_visit + (float)max_n) * s->c_scale;
+    for (int k = 0; k < nd->num_children; k++) {
+        int n = ch[k].visits - (clean ? ch[k].inflight : 0);
+        float q = n > 0 ? out[k] : (float)mixed;
+        out[k] = scale * (q + 1.0f);
+    }
+}
+
+/* Below the root: the child maximising pi'(a) - N(a) / (1 + sum N), with pi'
+ * = softmax(log P + sigma(completed Q)) the improved policy (deterministic). */
+static int32_t gumbel_interior_child(const SearchObject *s, const Tree *t, const Node *nd) {
+    float *z = s->scratch;
+    completed_sigma(s, t, nd, 0, z);
+    const Node *ch = &t->nodes[nd->first_child];
+    float top = -INFINITY;
+    int sum_n = 0;
+    for (int k = 0; k < nd->num_children; k++) {
+        z[k] += log_prior(ch[k].prior);
+        if (z[k] > top) top = z[k];
+        sum_n += ch[k].visits;
+    }
+    double total = 0.0;
+    for (int k = 0; k < nd->num_children; k++) {
+        z[k] = expf(z[k] - top);
+        total += z[k];
+    }
+    float best = -INFINITY;
+    int32_t best_k = nd->first_child;
+    for (int k = 0; k < nd->num_children; k++) {
+        float score = (float)(z[k] / total) - (float)ch[k].visits / (1.0f + (float)sum_n);
+        if (score > best) {
+            best = score;
+            best_k = nd->first_child + k;
+        }
+    }
+    return best_k;
+}
+
+/* Sequential halving's visit count for the simulation with index `index`
+ * (0-based, among the root's `n` simulations), `m` moves considered: rounds of
+ * one visit to each remaining move, max(1, n / (ceil(log2 m) * remaining))
+ * rounds a phase, then the better half remains (at least 2).  Every move
+ * remaining has the same count, so the schedule is a list of counts; the
+ * simulation goes to the best move (by g + log P + sigma(Q)) that has it.
+ * Returns -1 if memory runs out. */
+static int halving_visit(Tree *t, int m, int n, int index) {
+    if (m <= 1) return index; /* one move: all simulations go to it */
+    if (t->schedule_m != m || t->schedule_n != n) {
+        if (n > t->schedule_cap) {
+            int32_t *sched = PyMem_Realloc(t->schedule, (size_t)n * sizeof(int32_t));
+            if (!sched) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            t->schedule = sched;
+            t->schedule_cap = n;
+        }
+        int log2m = 0;
+        while ((1 << log2m) < m) log2m++;
+        int len = 0, count = 0, remaining = m;
+        while (len < n) {
+            int rounds = n / (log2m * remaining);
+            if (rounds < 1) rounds = 1;
+            for (int r = 0; r < rounds; r++, count++)
+                for (int j = 0; j < remaining && len < n; j++) t->schedule[len++] = count;
+            remaining = remaining / 2 > 2 ? remaining / 2 : 2;
+        }
+        t->schedule_m = m;
+        t->schedule_n = n;
+    }
+    return t->schedule[index < n ? index : n - 1];
+}
+
+/* Gumbel score of the root's children: g(a) + log P(a) + sigma(completed Q(a)), into s->scratch. */
+static float *root_scores(const SearchObject *s, const Tree *t) {
+    const Node *root = &t->nodes[0];
+    const Node *ch = &t->nodes[root->first_child];
+    float *z = s->scratch;
+    completed_sigma(s, t, root, 1, z);
+    for (int k = 0; k < root->num_children; k++) z[k] += t->gumbel[ch[k].action] + log_prior(ch[k].prior);
+    return z;
+}
+
+/* At the root: the best-scoring child among those with the visit count that
+ * sequential halving asks for at this simulation (virtual visits count: a
+ * round's simulations take consecutive places in the schedule).  The first m
+ * simulations thus visit the top m moves by g + log P (Gumbel-top-k).  If one
+ * of those children still waits for a value, the ranking would miss it:
+ * returns WAIT (the tree's round ends), so the root's choices are those of a
+ * search with one leaf a round.  -1 if memory runs out. */
+#define WAIT (-2)
+static int32_t gumbel_root_child(const SearchObject *s, Tree *t, int limit) {
+    const Node *root = &t->nodes[0];
+    const Node *ch = &t->nodes[root->first_child];
+    int m = s->considered < root->num_children ? s->considered : root->num_children;
+    int index = 0;
+    for (int k = 0; k < root->num_children; k++) index += ch[k].visits;
+    /* the root's own evaluation is a simulation of the budget: its children share the rest */
+    int want = halving_visit(t, m, limit > 1 ? limit - 1 : 1, index);
+    if (want < 0) return -1;
+    const float *z = root_scores(s, t);
+    int32_t best_k = -1, any_k = 0;
+    for (int k = 0; k < root->num_children; k++) {
+        if (z[k] > z[any_k]) any_k = k;
+        if (ch[k].visits != want) continue;
+        if (ch[k].inflight) return WAIT;
+        if (best_k < 0 || z[k] > z[best_k]) best_k = k;
+    }
+    /* no child with that count (the schedule was not followed): the best one */
+    return root->first_child + (best_k >= 0 ? best_k : any_k);
+}
+
 /* One simulation in tree i. Returns 1 if it produced a leaf for the network
  * (its observation, mask and key written to obs, mask, key), 0 if it ended on
  * a terminal node (backed up at once), 2 if it ran into a leaf that another
- * simulation of this round is already waiting for (undone), -1 on error. */
-static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t *key) {
+ * simulation of this round is already waiting for (undone) or, with a Gumbel
+ * root, if the root's choice must wait for a value (not started), -1 on error. */
+static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask, uint64_t *key) {
     const Rules *r = &s->rules->r;
     Tree *t = &s->trees[i];
     Game *g = &t->game;
@@ -186,10 +358,19 @@ static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t 
     int32_t node = 0;
     /* Descend: every edge on the path takes a virtual visit and a virtual loss. */
     while (t->nodes[node].first_child >= 0 && !t->nodes[node].pending) {
-        int32_t child = select_child(s, t, &t->nodes[node]);
+        int32_t child;
+        if (!s->gumbel)
+            child = puct_child(s, t, &t->nodes[node]);
+        else if (node == 0)
+            child = gumbel_root_child(s, t, limit);
+        else
+            child = gumbel_interior_child(s, t, &t->nodes[node]);
+        if (child == WAIT) return 2; /* nothing on the path yet: the root is the first step */
+        if (child < 0) return -1;
         Node *c = &t->nodes[child];
         c->visits += 1;
         c->value_sum -= s->virtual_loss;
+        c->inflight += 1;
         if (game_push(r, g, c->move) < 0) {
             PyErr_NoMemory();
             return -1;
@@ -201,6 +382,7 @@ static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t 
         for (int32_t n = node; t->nodes[n].parent >= 0; n = t->nodes[n].parent) {
             t->nodes[n].visits -= 1;
             t->nodes[n].value_sum += s->virtual_loss;
+            t->nodes[n].inflight -= 1;
         }
         return 2;
     }
@@ -209,14 +391,14 @@ static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t 
         game_outcome(r, g);
         if (g->reason) {
             leaf->terminal = 1;
-            leaf->terminal_value = terminal_value(g);
+            leaf->value = terminal_value(g);
         } else if (g->ply >= s->ply_limit) {
             leaf->terminal = 1; /* the ply limit ends the game without a winner */
-            leaf->terminal_value = 0.0f;
+            leaf->value = 0.0f;
         }
     }
     if (leaf->terminal) {
-        backup_path(s, t, node, leaf->terminal_value, s->virtual_loss);
+        backup_path(s, t, node, leaf->value);
         return 0;
     }
     if (expand(s, t, node) < 0) return -1;
@@ -244,18 +426,34 @@ static int simulate(SearchObject *s, int i, float *obs, uint8_t *mask, uint64_t 
 
 static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"rules", "num_trees", "c_puct", "discount", "virtual_loss", "fpu",
-                             "ply_limit", "history", "last_move", NULL};
+                             "ply_limit", "history", "last_move", "root", "considered", "c_visit",
+                             "c_scale", NULL};
     PyObject *rules;
-    int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0;
-    float c_puct = 1.25f, discount = 0.99f, virtual_loss = 1.0f, fpu = 0.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiip", kwlist, &RulesType, &rules, &num_trees, &c_puct,
-                                     &discount, &virtual_loss, &fpu, &ply_limit, &history, &last_move))
+    const char *root = "puct";
+    int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0, considered = 16;
+    float c_puct = 1.25f, discount = 0.99f, virtual_loss = 1.0f, fpu = 0.0f, c_visit = 50.0f, c_scale = 1.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiipsiff", kwlist, &RulesType, &rules, &num_trees, &c_puct,
+                                     &discount, &virtual_loss, &fpu, &ply_limit, &history, &last_move, &root,
+                                     &considered, &c_visit, &c_scale))
         return -1;
     if (num_trees < 1) {
         PyErr_Format(PyExc_ValueError, "num_trees must be >= 1, got %d", num_trees);
         return -1;
     }
     if (check_history(history) < 0) return -1;
+    int gumbel = strcmp(root, "gumbel") == 0;
+    if (!gumbel && strcmp(root, "puct") != 0) {
+        PyErr_Format(PyExc_ValueError, "root must be 'puct' or 'gumbel', got '%s'", root);
+        return -1;
+    }
+    if (considered < 1) {
+        PyErr_Format(PyExc_ValueError, "considered must be >= 1, got %d", considered);
+        return -1;
+    }
+    if (!(c_visit >= 0.0f && c_scale >= 0.0f && isfinite(c_visit) && isfinite(c_scale))) {
+        PyErr_SetString(PyExc_ValueError, "c_visit and c_scale must be finite and >= 0");
+        return -1;
+    }
     if (s->trees) {
         PyErr_SetString(PyExc_RuntimeError, "Search is already initialised");
         return -1;
@@ -267,6 +465,10 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     s->discount = discount;
     s->virtual_loss = virtual_loss;
     s->fpu = fpu;
+    s->gumbel = gumbel;
+    s->considered = considered;
+    s->c_visit = c_visit;
+    s->c_scale = c_scale;
     s->ply_limit = ply_limit;
     s->layout = obs_layout(&s->rules->r, history, last_move);
     s->trees = PyMem_Calloc((size_t)num_trees, sizeof(Tree));
@@ -274,15 +476,28 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    if (gumbel) {
+        size_t A = (size_t)s->rules->r.naction;
+        s->scratch = PyMem_Calloc(A, sizeof(float));
+        s->noise = PyMem_Calloc((size_t)num_trees * A, sizeof(float));
+        if (!s->scratch || !s->noise) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int i = 0; i < num_trees; i++) s->trees[i].gumbel = s->noise + (size_t)i * A;
+    }
     return 0;
 }
 
 static void Search_dealloc(SearchObject *s) {
     for (int i = 0; s->trees && i < s->num_trees; i++) {
         PyMem_Free(s->trees[i].nodes);
+        PyMem_Free(s->trees[i].schedule);
         game_free(&s->trees[i].game);
     }
     PyMem_Free(s->trees);
+    PyMem_Free(s->scratch);
+    PyMem_Free(s->noise);
     PyMem_Free(s->leaves);
     Py_XDECREF(s->rules);
     Py_TYPE(s)->tp_free((PyObject *)s);
@@ -327,6 +542,7 @@ static PyObject *Search_set_root(SearchObject *s, PyObject *args) {
     root->parent = -1;
     root->first_child = -1;
     root->action = -1;
+    if (t->gumbel) memset(t->gumbel, 0, (size_t)s->rules->r.naction * sizeof(float)); /* no noise until set_gumbel */
     t->has_root = 1;
     Py_RETURN_NONE;
 }
@@ -341,6 +557,7 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "iiOOO", &k, &limit, &o_obs, &o_masks, &o_keys)) return NULL;
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "select called twice without backup");
+    if (k > INT16_MAX) return PyErr_Format(PyExc_ValueError, "k must be at most %d, got %d", INT16_MAX, k);
     const Rules *r = &s->rules->r;
     Py_ssize_t per_obs = (Py_ssize_t)r->nsq * s->layout.channels;
     Py_buffer obs, masks, keys;
@@ -372,7 +589,7 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
         Tree *t = &s->trees[i];
         if (!t->has_root) continue;
         for (int j = 0; j < k && t->nodes[0].visits < limit; j++) {
-            int got = simulate(s, i, (float *)obs.buf + n * per_obs, (uint8_t *)masks.buf + (Py_ssize_t)n * r->naction,
+            int got = simulate(s, i, limit, (float *)obs.buf + n * per_obs, (uint8_t *)masks.buf + (Py_ssize_t)n * r->naction,
                                (uint64_t *)keys.buf + n);
             if (got < 0) goto done;
             if (got == 2) break; /* the tree's open leaves are all waiting: wait with them */
@@ -413,7 +630,8 @@ static PyObject *Search_backup(SearchObject *s, PyObject *args) {
             child->prior = total > 0.0f ? p[child->action] / total : 1.0f / leaf->num_children;
         }
         leaf->pending = 0;
-        backup_path(s, t, s->leaves[j].node, ((const float *)values.buf)[j], s->virtual_loss);
+        leaf->value = ((const float *)values.buf)[j];
+        backup_path(s, t, s->leaves[j].node, leaf->value);
     }
     s->num_leaves = 0;
     PyBuffer_Release(&priors);
@@ -439,6 +657,76 @@ static PyObject *Search_mix_root_noise(SearchObject *s, PyObject *args) {
         }
     }
     PyBuffer_Release(&noise);
+    Py_RETURN_NONE;
+}
+
+/* set_gumbel(noise): the Gumbel root's noise g, float32 (num_trees, A), for
+ * the rooted trees (set_root resets a tree's to 0; zeros: a deterministic search). */
+static PyObject *Search_set_gumbel(SearchObject *s, PyObject *arg) {
+    SEARCH_READY(s);
+    if (!s->gumbel) return PyErr_Format(PyExc_RuntimeError, "set_gumbel needs root='gumbel'");
+    Py_buffer noise;
+    Py_ssize_t A = s->rules->r.naction;
+    if (get_array(arg, &noise, 4, s->num_trees * A, 0, "noise (float32)") < 0) return NULL;
+    const float *g = (const float *)noise.buf;
+    for (Py_ssize_t j = 0; j < s->num_trees * A; j++)
+        if (!isfinite(g[j])) {
+            PyBuffer_Release(&noise);
+            return PyErr_Format(PyExc_ValueError, "noise must be finite (tree %zd, action %zd)", j / A, j % A);
+        }
+    for (int i = 0; i < s->num_trees; i++)
+        if (s->trees[i].has_root) memcpy(s->trees[i].gumbel, g + (Py_ssize_t)i * A, (size_t)A * sizeof(float));
+    PyBuffer_Release(&noise);
+    Py_RETURN_NONE;
+}
+
+/* root_policy(policy, actions): for root='gumbel', after the search.
+ * policy[i] (float32 (num_trees, A)) = softmax(log P + sigma(completed Q)) over
+ * the legal moves of tree i, 0 elsewhere: the improved policy, the training
+ * target; actions[i] (int64 (num_trees,)) = the move to play, the best
+ * g + log P + sigma(completed Q) among the most visited moves (the last ones
+ * sequential halving kept); -1 and zeros for trees without an evaluated root. */
+static PyObject *Search_root_policy(SearchObject *s, PyObject *args) {
+    PyObject *o_policy, *o_actions;
+    SEARCH_READY(s);
+    if (!PyArg_ParseTuple(args, "OO", &o_policy, &o_actions)) return NULL;
+    if (!s->gumbel) return PyErr_Format(PyExc_RuntimeError, "root_policy needs root='gumbel'");
+    if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "root_policy between select and backup");
+    Py_ssize_t A = s->rules->r.naction;
+    Py_buffer policy, actions;
+    if (get_array(o_policy, &policy, 4, s->num_trees * A, 1, "policy (float32)") < 0) return NULL;
+    if (get_array(o_actions, &actions, 8, s->num_trees, 1, "actions (int64)") < 0) {
+        PyBuffer_Release(&policy);
+        return NULL;
+    }
+    memset(policy.buf, 0, (size_t)policy.len);
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        float *p = (float *)policy.buf + (Py_ssize_t)i * A;
+        int64_t *action = (int64_t *)actions.buf + i;
+        *action = -1;
+        if (!t->has_root || t->nodes[0].first_child < 0 || t->nodes[0].pending || !t->nodes[0].num_children) continue;
+        const Node *root = &t->nodes[0];
+        const Node *ch = &t->nodes[root->first_child];
+        float *z = s->scratch;
+        completed_sigma(s, t, root, 1, z);
+        int most = 0, best = -1;
+        float top = -INFINITY;
+        for (int k = 0; k < root->num_children; k++) {
+            z[k] += log_prior(ch[k].prior);
+            if (z[k] > top) top = z[k];
+            if (ch[k].visits > most) most = ch[k].visits;
+        }
+        for (int k = 0; k < root->num_children; k++)
+            if (ch[k].visits == most && (best < 0 || z[k] + t->gumbel[ch[k].action] > z[best] + t->gumbel[ch[best].action]))
+                best = k;
+        *action = ch[best].action;
+        double total = 0.0;
+        for (int k = 0; k < root->num_children; k++) total += expf(z[k] - top);
+        for (int k = 0; k < root->num_children; k++) p[ch[k].action] = (float)(expf(z[k] - top) / total);
+    }
+    PyBuffer_Release(&policy);
+    PyBuffer_Release(&actions);
     Py_RETURN_NONE;
 }
 
@@ -518,6 +806,10 @@ static PyMethodDef Search_methods[] = {
     {"backup", (PyCFunction)Search_backup, METH_VARARGS, "backup(priors, values) for the leaves of the last select"},
     {"mix_root_noise", (PyCFunction)Search_mix_root_noise, METH_VARARGS,
      "mix_root_noise(noise, epsilon): blend noise into the expanded roots' priors"},
+    {"set_gumbel", (PyCFunction)Search_set_gumbel, METH_O,
+     "set_gumbel(noise): the Gumbel root's noise per tree and action (root='gumbel')"},
+    {"root_policy", (PyCFunction)Search_root_policy, METH_VARARGS,
+     "root_policy(policy, actions): improved policy and chosen move per tree (root='gumbel')"},
     {"root_stats", (PyCFunction)Search_root_stats, METH_VARARGS,
      "root_stats(visits, q): per-action visit counts and mean values at the roots"},
     {"visits", (PyCFunction)Search_visits, METH_O, "visits(i) -> simulations done in tree i"},
@@ -528,7 +820,7 @@ static PyMethodDef Search_methods[] = {
 PyTypeObject SearchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "minichess_envs._core.Search",
-    .tp_doc = "Batched PUCT tree search over many games (see csrc/search.c).",
+    .tp_doc = "Batched tree search (PUCT, or Gumbel at the root) over many games (see csrc/search.c).",
     .tp_basicsize = sizeof(SearchObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
