@@ -117,21 +117,28 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
             counts["batches"] += 1
         except ValueError:
             assert (np.abs(persp.astype(int)) > 1).any() or persp.min() < -1
-        # a small search with random priors
+        # a small search with random priors and values, PUCT or Gumbel at the root
         if rng.random() < 0.2:
-            search = _core.Search(v.rules, 2, ply_limit=rng.randint(1, 50), history=history, last_move=True)
+            gumbel = rng.random() < 0.5
+            search = _core.Search(v.rules, 2, ply_limit=rng.randint(1, 50), history=history, last_move=True,
+                                  root="gumbel" if gumbel else "puct", considered=rng.randint(1, 20))
             for i, b in enumerate(batch[:2]):
                 search.set_root(i, b)
+            values_rng = np.random.default_rng(rng.randrange(2**32))
+            if gumbel:
+                search.set_gumbel(values_rng.gumbel(size=(2, v.num_actions)).astype(np.float32))
             k = 4
             sobs = np.empty((2 * k, v.height, v.width, C), np.float32)
             smasks = np.empty((2 * k, v.num_actions), np.int8)
             keys = np.empty(2 * k, np.uint64)
             for _ in range(10):
-                n = search.select(k, 40, sobs, smasks, keys)
-                priors = np.random.default_rng(rng.randrange(2**32)).random((n, v.num_actions), np.float32)
-                search.backup(priors, np.zeros(n, np.float32))
+                n = search.select(k, rng.randint(1, 40), sobs, smasks, keys)
+                priors = values_rng.random((n, v.num_actions), np.float32)
+                search.backup(priors, values_rng.uniform(-1, 1, n).astype(np.float32))
             visits = np.empty((2, v.num_actions), np.float32)
             search.root_stats(visits, np.empty_like(visits))
+            if gumbel:
+                search.root_policy(np.empty_like(visits), np.empty(2, np.int64))
             counts["searches"] += 1
     return counts
 
