@@ -1,7 +1,7 @@
 """Gumbel root search against PUCT with the same network: at equal simulations and at equal time.
 
-    python benchmarks/bench_gumbel.py --agent runs/supervised_gardner/pretrain/agent   # ~6 minutes on 2 cores
-    python benchmarks/bench_gumbel.py --agent PATH --games 20 --sims 8 16 --json runs/bench_gumbel.json
+    python -m benchmarks.bench_gumbel --agent runs/supervised_gardner/pretrain/agent   # ~6 minutes on 2 cores
+    python -m benchmarks.bench_gumbel --agent PATH --games 20 --sims 8 16 --json runs/bench_gumbel.json
 
 One saved Gardner AlphaZero agent (its network, read-only) plays with both
 roots, no noise (evaluation play), ``leaves_per_tree`` 4:
@@ -27,15 +27,12 @@ import dataclasses
 import json
 import os
 import platform
-import sys
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.mcts import search_positions  # noqa: E402
