@@ -52,7 +52,9 @@
  * node's Q, which would blow a 0.01 difference up to the full scale).  Root
  * decisions leave out the virtual visits and losses of waiting simulations
  * (`inflight`), except that the visit counts of the halving schedule include
- * them, so the k leaves of one round take consecutive places in it.
+ * them, so the k leaves of one round take consecutive places in it; a root
+ * choice among moves one of which still waits for its value ends the tree's
+ * round instead, so the root decides as with one leaf a round.
  */
 #include "core.h"
 
