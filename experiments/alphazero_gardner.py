@@ -79,6 +79,14 @@ def main(argv=None) -> int:
     parser.add_argument("--final-openings", type=int, default=None,
                         help="published openings in the final ladder (default: all 100, 200 games a level)")
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--root", default="puct", choices=("puct", "gumbel"),
+                        help="root search of self-play and the agent: PUCT or Gumbel AlphaZero")
+    parser.add_argument("--fast-simulations", type=int, default=0,
+                        help="playout cap randomisation: simulations of the unrecorded moves (0: off)")
+    parser.add_argument("--full-search-fraction", type=float, default=0.25,
+                        help="share of moves searched in full under playout caps")
+    parser.add_argument("--value-q-weight", type=float, default=0.0,
+                        help="value target: (1 - w) * game result + w * the search's root value")
     parser.add_argument("--window-start", type=int, default=0,
                         help="train on KataGo's growing window of recent samples, starting this big (0: all)")
     parser.add_argument("--seed", type=int, default=0)
@@ -97,7 +105,9 @@ def main(argv=None) -> int:
                             seed=args.seed, threads=args.threads, workers=args.workers,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
-                            window_start=args.window_start)
+                            window_start=args.window_start, fast_simulations=args.fast_simulations,
+                            full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight)
+    config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
         pretrained = pretrain(args, config)

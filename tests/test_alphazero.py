@@ -279,3 +279,25 @@ def test_replay_window_grows_as_katago_s_formula_and_sampling_stays_inside_it():
     rng = np.random.default_rng(0)
     assert set(buffer.sample(2_000, rng, window=3).values) == {22.0, 23.0, 24.0}
     assert set(buffer.sample(2_000, rng).values) == set(np.arange(15, 25, dtype=np.float32))
+
+
+def test_playout_caps_record_only_full_searches_and_q_weight_mixes_the_root_value():
+    from agents.alphazero.selfplay import play_games
+
+    encoding = ObservationEncoding("3x3")
+    search = SearchConfig(simulations=16, leaves_per_tree=2)
+    starts = [Position("3x3") for _ in range(6)]
+
+    def run(**options):
+        return play_games(starts, UniformEvaluator(), search, encoding, np.random.default_rng(0), 2, 20, **options)
+
+    none, records = run(fast_simulations=4, full_search_fraction=0.0)
+    assert len(none) == 0 and sum(r.plies for r in records) > 0  # games played, nothing recorded
+    every, records = run(fast_simulations=4, full_search_fraction=1.0)
+    assert len(every) == sum(r.plies for r in records)
+    some, records = run(fast_simulations=4, full_search_fraction=0.5)
+    assert 0 < len(some) < sum(r.plies for r in records)
+    results, _ = run()
+    mixed, _ = run(value_q_weight=1.0)
+    assert set(np.unique(results.values)) <= {-1.0, 0.0, 1.0}
+    assert np.all(np.abs(mixed.values) <= 1.0) and not set(np.unique(mixed.values)) <= {-1.0, 0.0, 1.0}

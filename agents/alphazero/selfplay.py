@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from agents.alphazero.mcts import SearchConfig, search_positions
+from agents.alphazero.mcts import SearchConfig, SearchResult, search_positions
 from agents.arena import GameRecord, termination_name
 from minichess_envs.encoding import ObservationEncoding
 
@@ -33,7 +33,8 @@ class Samples:
 
 
 def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEncoding, rng: np.random.Generator,
-               temperature_plies: int = 8, ply_limit: int | None = None) -> tuple[Samples, list[GameRecord]]:
+               temperature_plies: int = 8, ply_limit: int | None = None, fast_simulations: int = 0,
+               full_search_fraction: float = 1.0, value_q_weight: float = 0.0) -> tuple[Samples, list[GameRecord]]:
     """Play one game from each start position (copies are played) and return its training samples.
 
     Every move: a noisy search of all unfinished games at once. PUCT: a move
@@ -43,27 +44,38 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
     move (its Gumbel noise explores; ``temperature_plies`` is not used), the
     target the improved policy.
     A game reaching ``ply_limit`` (default: the variant's) counts as a draw.
+
+    Playout cap randomisation (KataGo; Wu, 2019, section 3.1) with ``fast_simulations > 0``: each move
+    gets the full search with probability ``full_search_fraction`` and becomes a training sample;
+    the other moves get a noiseless search of ``fast_simulations`` and are played only.
+    ``value_q_weight`` mixes the search's root value into the value target:
+    ``(1 - w) * result + w * root value``.
     """
     variant = encoding.variant
+    fast_search = dataclasses.replace(search, simulations=fast_simulations) if fast_simulations > 0 else None
     limit = variant.ply_limit if ply_limit is None else ply_limit
     gumbel = search.root == "gumbel"
     games = [start.copy() for start in starts]
     first_ply = [g.ply for g in games]
-    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move)
+    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move, root value)
     records: list[GameRecord | None] = [None] * len(games)
     active = [i for i, g in enumerate(games) if not g.is_game_over()]
     for i, g in enumerate(games):
         if i not in active:
             records[i] = _record(g, g.ply, variant.name)
     while active:
-        positions = [games[i] for i in active]
-        result = search_positions(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
+        full = np.ones(len(active), bool)
+        if fast_search is not None:
+            full = rng.random(len(active)) < full_search_fraction
+        result = _search_split([games[i] for i in active], full, evaluator, search, fast_search, encoding, rng, limit)
         visits = result.visits
         still = []
         for row, i in enumerate(active):
             g = games[i]
             policy = result.policy[row] if gumbel else visits[row] / visits[row].sum()
-            trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn))
+            if full[row]:
+                root_value = float((visits[row] * result.q[row]).sum() / max(visits[row].sum(), 1.0))
+                trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn, root_value))
             if gumbel:
                 action = int(result.actions[row])
             elif g.ply - first_ply[i] < temperature_plies:
@@ -84,8 +96,10 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
             continue
         outcome = games[i].outcome()
         winner = None if outcome is None else outcome.winner
-        obs, masks, policies, sides = zip(*trajectory)
+        obs, masks, policies, sides, root_values = zip(*trajectory)
         values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
+        if value_q_weight > 0:
+            values = (1 - value_q_weight) * values + value_q_weight * np.array(root_values, np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
     if not parts:
@@ -94,6 +108,23 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
                         np.zeros((0, A), np.float32), np.zeros(0, np.float32))
         return empty, records
     return Samples.concatenate(parts), records
+
+
+def _search_split(positions, full, evaluator, search, fast_search, encoding, rng, limit) -> SearchResult:
+    """One search result for all positions: the full (noisy) search where ``full``, the fast one elsewhere."""
+    if full.all():
+        return search_positions(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
+    n, A = len(positions), encoding.variant.num_actions
+    out = SearchResult(np.zeros((n, A), np.float32), np.zeros((n, A), np.float32), np.zeros((n, A), np.float32),
+                       np.zeros(n, np.int64))
+    for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
+        rows = np.flatnonzero(chosen)
+        if len(rows):
+            part = search_positions([positions[r] for r in rows], evaluator, config, encoding, rng=noise,
+                                    ply_limit=limit)
+            for name in ("visits", "q", "policy", "actions"):
+                getattr(out, name)[rows] = getattr(part, name)
+    return out
 
 
 class ReplayBuffer:

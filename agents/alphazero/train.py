@@ -43,6 +43,9 @@ class Config:
     random_start_fraction: float = 0.0  # share of games from random legal positions (small boards)
     start_fens: tuple[str, ...] = ()  # other games start here (default: the variant's start)
     temperature_plies: int = 8
+    fast_simulations: int = 0  # > 0: playout cap randomisation (KataGo), cheap searches for unrecorded moves
+    full_search_fraction: float = 0.25  # share of moves searched in full (and recorded) under playout caps
+    value_q_weight: float = 0.0  # value target: (1 - w) * game result + w * the search's root value
     ply_limit: int | None = None  # self-play games stop here as draws (default: the variant's limit)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     # network and observation
@@ -123,6 +126,12 @@ def start_positions(config: Config, count: int, rng: np.random.Generator) -> lis
         else:
             starts.append(Position(variant, fens[k % len(fens)]))
     return starts
+
+
+def selfplay_options(config: Config) -> dict:
+    """The self-play settings that :func:`play_games` takes as keywords."""
+    return {"fast_simulations": config.fast_simulations, "full_search_fraction": config.full_search_fraction,
+            "value_q_weight": config.value_q_weight}
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, config: Config,
@@ -230,7 +239,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             if workers is None:
                 evaluator.clear()  # new weights since the last iteration
                 samples, records = play_games(starts, evaluator, config.search, encoding, rng,
-                                              config.temperature_plies, config.ply_limit)
+                                              config.temperature_plies, config.ply_limit, **selfplay_options(config))
             else:
                 samples, records = workers.play(net, starts, rng)
             selfplay_s = time.perf_counter() - t0
@@ -286,7 +295,7 @@ class SelfPlayWorker:
         self.evaluator.clear()
         starts = [Position(self.encoding.variant, fen) for fen in start_fens]
         return play_games(starts, self.evaluator, self.config.search, self.encoding, np.random.default_rng(seed),
-                          self.config.temperature_plies, self.config.ply_limit)
+                          self.config.temperature_plies, self.config.ply_limit, **selfplay_options(self.config))
 
 
 class SelfPlayWorkers:
