@@ -23,7 +23,7 @@ import torch
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, replay_window
-from agents.devices import autocast, resolve_device
+from agents.devices import resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
 from minichess_envs.engine import Position
@@ -64,7 +64,7 @@ class Config:
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
     device: str = "auto"  # where the learner and the in-process search run: auto | cpu | cuda | mps
-    mixed_precision: bool = True  # bf16 autocast where it pays: on CUDA, and big inference batches on bf16 CPUs
+    mixed_precision: bool = True  # bf16 autocast where it was measured to pay (agents.devices.autocast)
     hours: float | None = None  # stop once self-play and learning (not evaluation) have run this many hours
     init_from: str | None = None  # a saved AlphaZero agent (e.g. supervised) whose weights start the run
     # scaling out
@@ -151,9 +151,8 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
             masks[flip] = masks[flip][:, mirror_perm]
             policies[flip] = policies[flip][:, mirror_perm]
         device = next(net.parameters()).device
-        with autocast(device, config.mixed_precision):
-            policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
-                                                        for x in (obs, masks, policies, batch.values)))
+        policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
+                                                    for x in (obs, masks, policies, batch.values)))
         optimizer.zero_grad()
         (policy_loss + value_loss).backward()
         optimizer.step()
