@@ -68,6 +68,27 @@ def settings_dict(settings) -> dict:
     return json.loads(json.dumps(d, default=float))
 
 
+def with_defaults(saved: dict, template) -> dict:
+    """``saved`` settings with the fields they lack (newer than the run) at ``template``'s dataclass
+    defaults, nested dataclasses included, so that adding a setting does not stop older runs resuming."""
+    if not dataclasses.is_dataclass(template):
+        return saved
+    out = dict(saved)
+    for f in dataclasses.fields(template):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        if f.name not in out:
+            out[f.name] = settings_dict(default) if dataclasses.is_dataclass(default) else \
+                json.loads(json.dumps(default, default=float))
+        elif dataclasses.is_dataclass(default) and isinstance(out[f.name], dict):
+            out[f.name] = with_defaults(out[f.name], default)
+    return out
+
+
 def checkpoint_dir(run_dir: str) -> str | None:
     """The run's last whole checkpoint directory, or ``None`` (also after a swap cut short by a kill)."""
     for name in (CHECKPOINT, CHECKPOINT + ".old"):
@@ -167,7 +188,7 @@ class Run:
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         remove_stale_files(run_dir)
-        settings = settings_dict(settings)
+        template, settings = settings, settings_dict(settings)
         self.checkpoint = checkpoint_dir(run_dir)
         if self.checkpoint is None and os.path.exists(os.path.join(run_dir, "checkpoint.pt")):
             raise ValueError(f"{run_dir} holds a checkpoint.pt from an older version, which cannot be loaded "
@@ -181,6 +202,7 @@ class Run:
             self.state = read_state(self.checkpoint)
             if self.state.kind != kind:
                 raise ValueError(f"{run_dir} is a {self.state.kind} run; cannot resume it as {kind}")
+            self.state.settings = with_defaults(self.state.settings, template)
             diff = {k: (settings.get(k), self.state.settings.get(k)) for k in set(settings) | set(self.state.settings)
                     if k not in may_differ and settings.get(k) != self.state.settings.get(k)}
             if diff:

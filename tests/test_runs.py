@@ -174,3 +174,37 @@ def test_stale_tablebase_temporaries_are_removed(tmp_path):
     Tablebase.build("3x3", white="KQ", black="k").save(str(tmp_path / "small.npz"))
     assert not stale.exists() and fresh.exists()  # a recent one may be another process's save
     assert (tmp_path / "small.npz").exists()
+
+
+def test_a_run_saved_before_a_setting_existed_resumes_at_that_setting_s_default(tmp_path):
+    import dataclasses as dc
+
+    from agents.runs import Run
+
+    @dc.dataclass
+    class Inner:
+        a: int = 1
+
+    @dc.dataclass
+    class Old:
+        lr: float = 0.1
+        inner: Inner = dc.field(default_factory=Inner)
+
+    @dc.dataclass
+    class NewInner:
+        a: int = 1
+        b: str = "x"  # added later
+
+    @dc.dataclass
+    class New:
+        lr: float = 0.1
+        inner: NewInner = dc.field(default_factory=NewInner)
+        window: int = 0  # added later
+
+    with Run(str(tmp_path), Old(), "test", verbose=False) as run:
+        run.state.iteration = 1
+        run.save({"loss": 1.0})
+    with Run(str(tmp_path), New(), "test", resume=True, verbose=False) as run:
+        assert run.resumed and run.state.iteration == 1
+    with pytest.raises(ValueError, match="window: 5 now, 0 saved"):
+        Run(str(tmp_path), New(window=5), "test", resume=True, verbose=False)
