@@ -314,6 +314,7 @@ class MatchResult:
     wins: int
     draws: int
     losses: int
+    distinct: int = 0  # different games among them (by their final boards)
 
     @property
     def games(self) -> int:
@@ -335,7 +336,7 @@ class MatchResult:
         return {"player": self.player, "opponent": self.opponent, "player moves": "first" if self.first else "second",
                 "games": self.games, "wins": self.wins, "draws": self.draws, "losses": self.losses,
                 "win_rate": self.wins / max(self.games, 1), "win_low": lo, "win_high": hi,
-                "score": self.score, "score_low": slo, "score_high": shi}
+                "score": self.score, "score_low": slo, "score_high": shi, "distinct_games": self.distinct}
 
 
 def play_match(game: str, player: Choose, opponent: Choose, games: int, first: bool, names=("player", "opponent"),
@@ -356,4 +357,5 @@ def play_match(game: str, player: Choose, opponent: Choose, games: int, first: b
     me = 0 if first else 1
     wins = sum(b.winner() == me for b in boards)
     losses = sum(b.winner() == 1 - me for b in boards)
-    return MatchResult(names[0], names[1], first, wins, games - wins - losses, losses)
+    distinct = len({tuple(b.board) for b in boards})
+    return MatchResult(names[0], names[1], first, wins, games - wins - losses, losses, distinct)

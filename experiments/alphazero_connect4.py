@@ -36,10 +36,15 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=25)
+    parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
-    parser.add_argument("--eval-simulations", type=int, default=200, help="simulations per judged move")
+    parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
+    parser.add_argument("--channels", type=int, default=48, help="channels of the network")
+    parser.add_argument("--sample-reuse", type=float, default=8.0, help="training samples drawn per new sample")
+    parser.add_argument("--value-target-q", type=float, default=0.5,
+                        help="weight of the search's value in the value target (the rest: the game's result)")
+    parser.add_argument("--eval-simulations", type=int, default=400, help="simulations per judged move")
     parser.add_argument("--sample", type=int, default=500, help="solver-judged positions")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour against alpha-beta")
     parser.add_argument("--solver-games", type=int, default=20, help="games per colour against the solver")
@@ -66,8 +71,9 @@ def main(argv=None) -> int:
         games_per_iteration=args.games, temperature_plies=8, random_start_fraction=0.25, random_start_plies=6,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
-        blocks=3, channels=48, policy_channels=8, buffer_size=60_000, batch_size=256, sample_reuse=4.0,
-        learning_rate=2e-3, final_learning_rate=2e-4, threads=args.threads)
+        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000, batch_size=256,
+        sample_reuse=args.sample_reuse, value_target_q=args.value_target_q, learning_rate=2e-3,
+        final_learning_rate=2e-4, threads=args.threads)
 
     def evaluate(net, iteration):
         agent = BoardGameAlphaZeroAgent(net, "connect_four", simulations=0)
@@ -133,7 +139,8 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
         lo, hi = m.interval("wins")
         slo, shi = m.interval("score")
         match_rows.append([m.player, m.opponent, "first" if m.first else "second", f"{m.wins}-{m.draws}-{m.losses}",
-                           f"{m.wins / m.games:.3f} [{lo:.3f}, {hi:.3f}]", f"{m.score:.3f} [{slo:.3f}, {shi:.3f}]"])
+                           f"{m.wins / m.games:.3f} [{lo:.3f}, {hi:.3f}]", f"{m.score:.3f} [{slo:.3f}, {shi:.3f}]",
+                           m.distinct])
     mcts_name = f"MCTS {args.eval_simulations}"
     mcts_all, raw_all = scores[mcts_name], scores["raw policy"]
     ab_all = scores[f"baseline: alpha-beta depth {args.depth}"]
@@ -182,11 +189,12 @@ drawn one where it loses (draw->loss).
 
 ## Matches
 
-Alpha-beta and the solver break ties between equally good columns at random (seeded), so games differ;
-the agents play their most visited (or most probable) move.
+Alpha-beta and the solver break ties between equally good columns at random (seeded), so games differ
+(distinct: how many of the games differ, by their final boards); the agents play their most visited (or
+most probable) move.
 
-{markdown_table(["player", "opponent", "player moves", "W-D-L", "win rate [95% Wilson]", "score [95% Wilson]"],
-                match_rows)}
+{markdown_table(["player", "opponent", "player moves", "W-D-L", "win rate [95% Wilson]", "score [95% Wilson]",
+                 "distinct"], match_rows)}
 
 Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `scores.csv`, `matches.csv`.
 

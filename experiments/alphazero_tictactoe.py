@@ -74,8 +74,8 @@ def main(argv=None) -> int:
         temperature_plies=4, random_start_fraction=0.75, random_start_plies=7,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
-        blocks=2, channels=32, policy_channels=8, buffer_size=20_000, batch_size=128, sample_reuse=6.0,
-        learning_rate=3e-3, final_learning_rate=3e-4, threads=args.threads)
+        blocks=2, channels=32, policy_channels=8, buffer_size=100_000, batch_size=128, sample_reuse=6.0,
+        learning_rate=3e-3, final_learning_rate=3e-4, symmetries=True, threads=args.threads)
     rng = np.random.default_rng(args.seed)
     sample = sorted(rng.choice(len(positions), size=min(args.eval_sample, len(positions)), replace=False))
     search = dataclasses.replace(config.search, dirichlet_epsilon=0.0)

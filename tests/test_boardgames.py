@@ -247,11 +247,11 @@ def test_matches_count_results_from_both_sides():
 
     # column 0 for both: the first player completes four in column 0 on its fourth move
     result = play_match("connect_four", first_column, first_column, 3, first=True)
-    assert (result.wins, result.draws, result.losses) == (3, 0, 0)
+    assert (result.wins, result.draws, result.losses) == (3, 0, 0) and result.distinct == 1
     result = play_match("connect_four", first_column, first_column, 3, first=False)
     assert (result.wins, result.losses) == (0, 3) and result.interval("wins")[1] < 0.6
     result = play_match("tictactoe", random_player(1), random_player(2), 20, first=True)
-    assert result.games == 20
+    assert result.games == 20 and 10 < result.distinct <= 20  # random games rarely repeat
 
 
 # -- training -------------------------------------------------------------------------
@@ -344,3 +344,52 @@ def test_maskable_ppo_learns_tictactoe(opponent):
     result = play_match("tictactoe", policy_player(model), random_player(5), 200, first=True)
     baseline = play_match("tictactoe", random_player(4), random_player(5), 200, first=True)
     assert result.wins / result.games > max(0.75, baseline.wins / baseline.games + 0.15)
+
+
+def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value():
+    from agents.alphazero.boardgames import symmetric_samples, symmetry_maps
+    from agents.alphazero.selfplay import Samples
+    from agents.boardgame_judges import solve_tictactoe
+
+    table = solve_tictactoe()
+    rng = np.random.default_rng(0)
+    games = [table.non_terminal()[i] for i in rng.choice(4520, size=40, replace=False)]
+    policies = rng.random((40, 9)).astype(np.float32)
+    samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
+                      np.stack([g.legal_mask() for g in games]), policies, np.arange(40, dtype=np.float32))
+    images = symmetric_samples("tictactoe", samples)
+    assert len(symmetry_maps("tictactoe")) == 8 and len(images) == 8 * 40
+    seen = set()
+    for j in range(len(images)):
+        g = games[j % 40]
+        image = TicTacToe.from_observation(images.observations[j].astype(np.float32))
+        # an image is a real position: same marks moved by the symmetry, same mover, same legal moves and value
+        assert sorted(image.board) == sorted(g.board) and image.to_play() == g.to_play()
+        assert np.array_equal(image.legal_mask(), images.masks[j])
+        assert table.values[tuple(image.board)] == table.values[tuple(g.board)]
+        perm = symmetry_maps("tictactoe")[j // 40][2]
+        assert all(image.board[i] == g.board[perm[i]] for i in range(9))
+        assert np.array_equal(images.policies[j], policies[j % 40][perm]) and images.values[j] == j % 40
+        # the image's moves keep their values: the move at cell i is the original's move at perm[i]
+        values = table.move_values(g)
+        assert table.move_values(image) == {i: values[int(perm[i])] for i in image.legal_actions()}
+        seen.add((j % 40, tuple(image.board)))
+    assert len(seen) > 40 * 2  # most positions have several distinct images
+    mirror = symmetry_maps("connect_four")
+    assert [list(p) for _, _, p in mirror] == [list(range(7)), list(range(6, -1, -1))]
+
+
+def test_value_target_mixes_the_result_with_the_search_value():
+    from agents.alphazero.boardgames import play_games
+
+    # X to move can win at once (cell 2): the search value of the first position is near +1,
+    # while a result-only target is exactly the game's result
+    start = play(TicTacToe, [0, 3, 1, 4])
+    config = SearchConfig(simulations=64, leaves_per_tree=1, dirichlet_epsilon=0.0)
+    only_result, results = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0)
+    assert results[0].actions == (2,) and only_result.values.tolist() == [1.0]
+    visits, q = run_game_search([start], UniformEvaluator(), config)
+    searched = float((visits[0] / visits[0].sum()) @ q[0])
+    assert 0.5 < searched < 1.0
+    mixed, _ = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0, value_target_q=0.25)
+    assert mixed.values[0] == pytest.approx(0.75 * 1.0 + 0.25 * searched, abs=1e-6)

@@ -42,6 +42,7 @@ class GameConfig:
     iterations: int = 20
     games_per_iteration: int = 128  # played together, one batched search per move
     temperature_plies: int = 8  # moves sampled from the visit counts; the most visited afterwards
+    value_target_q: float = 0.0  # weight of the root search value in the value target (the rest: the result)
     random_start_fraction: float = 0.0  # share of games that start after random moves (wider coverage)
     random_start_plies: int = 6  # such a game starts after 1 .. this many random moves
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
@@ -55,6 +56,7 @@ class GameConfig:
     final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
     weight_decay: float = 1e-4
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
+    symmetries: bool = False  # store every position in all the board's symmetric images (see symmetry_maps)
     threads: int = 0  # torch threads (0: torch's default)
 
     def __post_init__(self):
@@ -83,6 +85,31 @@ def mirror_permutation(game: str) -> np.ndarray:
     return cells[:, ::-1].ravel().copy()
 
 
+def symmetry_maps(game: str) -> list[tuple[int, bool, np.ndarray]]:
+    """The board's symmetries as ``(quarter_turns, flip, action_permutation)``: the image of an
+    observation ``o`` (``(H, W, C)``) is ``np.rot90(np.fliplr(o) if flip else o, quarter_turns)`` and
+    its policy ``p[action_permutation]``. Eight for a square board with an action per cell
+    (Tic-Tac-Toe), the identity and the left-right mirror for a game with an action per column."""
+    g = new_game(game)
+    cells = np.arange(g.height * g.width).reshape(g.height, g.width)
+    if g.num_actions == g.width:
+        return [(0, False, np.arange(g.width)), (0, True, np.arange(g.width)[::-1].copy())]
+    if g.num_actions != g.height * g.width or g.height != g.width:
+        raise ValueError(f"no symmetries known for {game}")
+    return [(k, flip, np.rot90(np.fliplr(cells) if flip else cells, k).ravel().copy())
+            for flip in (False, True) for k in range(4)]
+
+
+def symmetric_samples(game: str, samples: Samples) -> Samples:
+    """Every sample in each of the board's symmetric images (:func:`symmetry_maps`), values unchanged."""
+    parts = []
+    for k, flip, perm in symmetry_maps(game):
+        obs = samples.observations[:, :, ::-1, :] if flip else samples.observations
+        parts.append(Samples(np.ascontiguousarray(np.rot90(obs, k, axes=(1, 2))), samples.masks[:, perm],
+                             samples.policies[:, perm], samples.values))
+    return Samples.concatenate(parts)
+
+
 @dataclasses.dataclass
 class GameResult:
     """A finished self-play game: its actions (from its start position) and winner (None: a draw)."""
@@ -109,25 +136,29 @@ def start_games(config: GameConfig, rng: np.random.Generator) -> list:
 
 
 def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Generator,
-               temperature_plies: int = 8) -> tuple[Samples, list[GameResult]]:
+               temperature_plies: int = 8, value_target_q: float = 0.0) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start position (copies are played), in lockstep; their samples.
 
     Every move: a noisy search of all unfinished games at once, then a move sampled
     in proportion to the visit counts for the first ``temperature_plies`` plies, and
     the most visited move afterwards (ties broken at random). A sample's value is
-    the game's result for the player to move there.
+    the game's result for the player to move there, mixed with weight ``value_target_q``
+    with the search's value of the position (the visit-weighted mean of the root's Q):
+    the result alone is a noisy target while moves are still sampled, the search's value
+    is less noisy but biased by the network.
     """
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]
     actions: list[list[int]] = [[] for _ in games]
     active = list(range(len(games)))
     while active:
-        visits, _ = run_game_search([games[i] for i in active], evaluator, search, rng=rng)
+        visits, q = run_game_search([games[i] for i in active], evaluator, search, rng=rng)
         still = []
         for row, i in enumerate(active):
             g = games[i]
             policy = visits[row] / visits[row].sum()
-            trajectories[i].append((g.observation(), g.legal_mask(), policy, g.to_play()))
+            trajectories[i].append((g.observation(), g.legal_mask(), policy, g.to_play(),
+                                    float(policy @ q[row])))
             if g.moves < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
             else:
@@ -141,8 +172,10 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     parts, results = [], []
     for i, trajectory in enumerate(trajectories):
         winner = games[i].winner()
-        obs, masks, policies, sides = zip(*trajectory)
-        values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
+        obs, masks, policies, sides, searched = zip(*trajectory)
+        results_for_mover = [0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides]
+        values = ((1 - value_target_q) * np.array(results_for_mover, np.float32)
+                  + value_target_q * np.array(searched, np.float32)).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
         results.append(GameResult(tuple(actions[i]), winner))
@@ -210,9 +243,9 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 group["lr"] = learning_rate(config, iteration)
             evaluator.clear()  # new weights since the last iteration
             samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
-                                          config.temperature_plies)
+                                          config.temperature_plies, config.value_target_q)
             selfplay_s = time.perf_counter() - t0
-            buffer.add(samples)
+            buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
             t1 = time.perf_counter()
             losses = train_steps(net, optimizer, buffer, steps, config, rng, mirror_perm)
