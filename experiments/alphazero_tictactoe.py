@@ -49,10 +49,12 @@ def perfect_player(table, seed: int = 0):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_tictactoe")
-    parser.add_argument("--iterations", type=int, default=80)
+    parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=32, help="simulations per move (self-play and judged)")
-    parser.add_argument("--eval-sample", type=int, default=400, help="positions searched each iteration")
+    parser.add_argument("--policy-target-power", type=float, default=1.0,
+                        help="policy targets in proportion to visits ** this (above 1: sharper)")
+    parser.add_argument("--eval-sample", type=int, default=200, help="positions searched each iteration")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour in each match")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -75,7 +77,8 @@ def main(argv=None) -> int:
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=2, channels=32, policy_channels=8, buffer_size=100_000, batch_size=128, sample_reuse=6.0,
-        learning_rate=3e-3, final_learning_rate=3e-4, symmetries=True, threads=args.threads)
+        learning_rate=3e-3, final_learning_rate=3e-5, symmetries=True,
+        policy_target_power=args.policy_target_power, threads=args.threads)
     rng = np.random.default_rng(args.seed)
     sample = sorted(rng.choice(len(positions), size=min(args.eval_sample, len(positions)), replace=False))
     search = dataclasses.replace(config.search, dirichlet_epsilon=0.0)

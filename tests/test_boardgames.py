@@ -393,3 +393,10 @@ def test_value_target_mixes_the_result_with_the_search_value():
     assert 0.5 < searched < 1.0
     mixed, _ = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0, value_target_q=0.25)
     assert mixed.values[0] == pytest.approx(0.75 * 1.0 + 0.25 * searched, abs=1e-6)
+    # policy targets: the visit shares, or sharpened in proportion to visits ** power; the move is the same
+    assert np.allclose(only_result.policies[0], visits[0] / visits[0].sum())
+    sharp, results = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0,
+                                policy_target_power=2.0)
+    assert results[0].actions == (2,)
+    assert np.allclose(sharp.policies[0], visits[0] ** 2 / (visits[0] ** 2).sum())
+    assert sharp.policies[0, 2] > only_result.policies[0, 2]

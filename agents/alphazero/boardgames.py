@@ -43,6 +43,7 @@ class GameConfig:
     games_per_iteration: int = 128  # played together, one batched search per move
     temperature_plies: int = 8  # moves sampled from the visit counts; the most visited afterwards
     value_target_q: float = 0.0  # weight of the root search value in the value target (the rest: the result)
+    policy_target_power: float = 1.0  # policy target in proportion to visits ** this (above 1: sharper)
     random_start_fraction: float = 0.0  # share of games that start after random moves (wider coverage)
     random_start_plies: int = 6  # such a game starts after 1 .. this many random moves
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
@@ -136,7 +137,8 @@ def start_games(config: GameConfig, rng: np.random.Generator) -> list:
 
 
 def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Generator,
-               temperature_plies: int = 8, value_target_q: float = 0.0) -> tuple[Samples, list[GameResult]]:
+               temperature_plies: int = 8, value_target_q: float = 0.0,
+               policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start position (copies are played), in lockstep; their samples.
 
     Every move: a noisy search of all unfinished games at once, then a move sampled
@@ -145,7 +147,8 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     the game's result for the player to move there, mixed with weight ``value_target_q``
     with the search's value of the position (the visit-weighted mean of the root's Q):
     the result alone is a noisy target while moves are still sampled, the search's value
-    is less noisy but biased by the network.
+    is less noisy but biased by the network. A sample's policy target is in proportion to
+    the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts).
     """
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]
@@ -157,7 +160,8 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
         for row, i in enumerate(active):
             g = games[i]
             policy = visits[row] / visits[row].sum()
-            trajectories[i].append((g.observation(), g.legal_mask(), policy, g.to_play(),
+            target = policy if policy_target_power == 1 else visits[row] ** policy_target_power
+            trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
                                     float(policy @ q[row])))
             if g.moves < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
@@ -243,7 +247,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 group["lr"] = learning_rate(config, iteration)
             evaluator.clear()  # new weights since the last iteration
             samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
-                                          config.temperature_plies, config.value_target_q)
+                                          config.temperature_plies, config.value_target_q,
+                                          config.policy_target_power)
             selfplay_s = time.perf_counter() - t0
             buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
