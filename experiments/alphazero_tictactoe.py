@@ -1,6 +1,6 @@
 """AlphaZero learns Tic-Tac-Toe (PettingZoo ``tictactoe_v3``) by self-play, judged on every position.
 
-    python experiments/alphazero_tictactoe.py              # a few minutes on 2 CPU cores
+    python experiments/alphazero_tictactoe.py              # about 3 minutes of one CPU core
     python experiments/alphazero_tictactoe.py --resume     # continue an interrupted run
 
 Our own exhaustive minimax solves all 5,478 positions reachable from the empty
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=32, help="simulations per move (self-play and judged)")
-    parser.add_argument("--policy-target-power", type=float, default=1.0,
+    parser.add_argument("--policy-target-power", type=float, default=2.0,
                         help="policy targets in proportion to visits ** this (above 1: sharper)")
     parser.add_argument("--eval-sample", type=int, default=200, help="positions searched each iteration")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour in each match")
