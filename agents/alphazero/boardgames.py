@@ -51,6 +51,7 @@ class GameConfig:
     channels: int = 32
     policy_channels: int = 8
     buffer_size: int = 50_000
+    window_start: int = 0  # > 0: train on KataGo's growing window of recent samples from this size; 0: all
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
@@ -59,6 +60,7 @@ class GameConfig:
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
     symmetries: bool = False  # store every position in all the board's symmetric images (see symmetry_maps)
     threads: int = 0  # torch threads (0: torch's default)
+    mixed_precision: bool = True  # bf16 autocast where it pays (agents.devices.autocast): big inference batches
 
     def __post_init__(self):
         if self.game not in GAMES:
@@ -221,7 +223,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     """
     if config.threads:
         torch.set_num_threads(config.threads)
-    may_differ = ("iterations", "threads") if config.final_learning_rate is None else ("threads",)  # decay uses it
+    may_differ = ("threads", "mixed_precision") + (("iterations",) if config.final_learning_rate is None else ())
     run = Run(config.run_dir, config, KIND, resume=resume, may_differ=may_differ, verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net = make_net(config.game, config.blocks, config.channels, config.policy_channels)
@@ -237,7 +239,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
         rng.bit_generator.state = saved["rng"]
         torch.set_rng_state(saved["torch_rng"])
     mirror_perm = mirror_permutation(config.game) if config.mirror else None
-    evaluator = NetworkEvaluator(net)
+    evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
     progress = run.progress(config.iterations, f"alphazero {config.game}")
     tensors = None
     try:
