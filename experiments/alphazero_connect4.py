@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # about 20 minutes on 2 CPU cores
+    python experiments/alphazero_connect4.py              # about 21 CPU minutes (2 cores)
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
