@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
-from agents.ppo.network import PPONet
+from agents.ppo.network import PPONet, mask_logits
 from agents.ppo.selfplay import KINDS, OpponentPool, SelfPlayVectorEnv
 from agents.runs import RunState
 from minichess_envs.variants import get_variant
@@ -73,11 +73,42 @@ class Rollout:
     episodes: list  # (return, length, learner won, opponent kind) of each game that ended
 
 
+def legal_actions(masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's legal actions, padded to the most any row has: ``(legal, valid)``, both ``(N, K)``.
+
+    ``legal`` holds the legal action indices in ascending order, then padding (index 0); ``valid``
+    says which entries are legal actions. A Gardner position has at most a few dozen legal moves of
+    the 1,225 actions, so the policy's softmax, sampling and entropy over ``legal`` cost a few
+    percent of the full-width ones, with the same values (an illegal action's probability is 0).
+    """
+    rows, columns = masks.nonzero(as_tuple=True)  # row-major: each row's legal actions in ascending order
+    counts = torch.bincount(rows, minlength=len(masks))
+    slots = torch.arange(len(rows)) - (counts.cumsum(0) - counts)[rows]
+    legal = torch.zeros(len(masks), int(counts.max()), dtype=torch.long)
+    valid = torch.zeros(legal.shape, dtype=torch.bool)
+    legal[rows, slots], valid[rows, slots] = columns, True
+    return legal, valid
+
+
+def legal_log_probs(net: PPONet, features: torch.Tensor, legal: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The policy's log-probabilities ``(N, K)`` of the :func:`legal_actions` (padding: the most negative float)."""
+    return torch.log_softmax(mask_logits(net.action_logits(features, legal), valid), -1)
+
+
 def sample_actions(net: PPONet, obs: dict, generator: torch.Generator):
-    """Actions sampled from the masked policy, their log-probabilities and the values."""
-    logits, values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))
-    actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=generator).squeeze(1)
-    return actions, torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1), values
+    """Actions sampled from the masked policy, their log-probabilities and the values.
+
+    Inverse-CDF sampling over each game's legal actions, one uniform number per game: ``u`` is drawn
+    in ``(0, total]`` and the action is the first whose cumulative probability reaches ``u``, so its
+    own probability is > 0; padding has probability exactly 0 and is never chosen.
+    """
+    features = net.features(torch.from_numpy(obs["observation"]))
+    legal, valid = legal_actions(torch.from_numpy(obs["action_mask"]))
+    log_probs = legal_log_probs(net, features, legal, valid)
+    cdf = log_probs.exp().cumsum(-1)
+    u = (1.0 - torch.rand(len(cdf), 1, generator=generator)) * cdf[:, -1:]
+    column = torch.searchsorted(cdf, u)
+    return legal.gather(1, column).squeeze(1), log_probs.gather(1, column).squeeze(1), net.value(features)
 
 
 def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator, draw_reward: float = 0.0) -> Rollout:
@@ -94,42 +125,41 @@ def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator
     """
     n = envs.num_envs
     obs, _ = envs.reset(seed=seed)
-    buf = {k: [] for k in ("observations", "masks", "actions", "log_probs", "values", "rewards", "terminated",
-                           "truncated", "final_values")}
-    returns, lengths, episodes = np.zeros(n), np.zeros(n, np.int64), []
+    r = Rollout(observations=torch.empty((steps, *obs["observation"].shape)),
+                masks=torch.empty((steps, *obs["action_mask"].shape), dtype=torch.bool),
+                actions=torch.empty(steps, n, dtype=torch.long), log_probs=torch.empty(steps, n),
+                values=torch.empty(steps, n), rewards=torch.empty(steps, n),
+                terminated=torch.empty(steps, n, dtype=torch.bool), truncated=torch.empty(steps, n, dtype=torch.bool),
+                next_values=torch.empty(steps, n), episodes=[])
+    final_values = torch.zeros(steps, n)
+    returns, lengths = np.zeros(n), np.zeros(n, np.int64)
     with torch.inference_mode():
-        for _ in range(steps):
-            actions, log_probs, values = sample_actions(net, obs, generator)
-            buf["observations"].append(torch.from_numpy(obs["observation"]))
-            buf["masks"].append(torch.from_numpy(obs["action_mask"]))
-            obs, rewards, terminated, truncated, infos = envs.step(actions.numpy())
+        for t in range(steps):
+            r.observations[t] = torch.from_numpy(obs["observation"])
+            r.masks[t] = torch.from_numpy(obs["action_mask"])
+            r.actions[t], r.log_probs[t], r.values[t] = sample_actions(net, obs, generator)
+            obs, rewards, terminated, truncated, infos = envs.step(r.actions[t].numpy())
             if draw_reward and terminated.any():
                 drawn = terminated & np.array([w is None for w in infos.get("winner", [None] * n)])
                 rewards = rewards + draw_reward * drawn
-            final_values = torch.zeros(n)
+            truncated = truncated & ~terminated
             if truncated.any():  # bootstrap from the value of the observation the limit stopped the game at
-                games = np.flatnonzero(truncated & ~terminated)
+                games = np.flatnonzero(truncated)
                 final = infos["final_obs"]  # one dict per game that ended
-                _, v = net(torch.from_numpy(np.stack([final[i]["observation"] for i in games])),
-                           torch.from_numpy(np.stack([final[i]["action_mask"] for i in games])))
-                final_values[games] = v
+                _, final_values[t, games] = net(torch.from_numpy(np.stack([final[i]["observation"] for i in games])),
+                                                torch.from_numpy(np.stack([final[i]["action_mask"] for i in games])))
+            r.rewards[t] = torch.from_numpy(rewards)
+            r.terminated[t] = torch.from_numpy(terminated)
+            r.truncated[t] = torch.from_numpy(truncated)
             returns += rewards
             lengths += 1
             for i in np.flatnonzero(terminated | truncated):
                 won = infos["winner"][i] is not None and infos["winner"][i] == infos["learner_color"][i]
-                episodes.append((returns[i], int(lengths[i]), won, infos.get("opponent", [None] * n)[i]))
+                r.episodes.append((returns[i], int(lengths[i]), won, infos.get("opponent", [None] * n)[i]))
                 returns[i], lengths[i] = 0.0, 0
-            for key, value in (("actions", actions), ("log_probs", log_probs), ("values", values),
-                               ("rewards", torch.from_numpy(rewards).float()),
-                               ("terminated", torch.from_numpy(terminated)),
-                               ("truncated", torch.from_numpy(truncated & ~terminated)),
-                               ("final_values", final_values)):
-                buf[key].append(value)
         _, last_values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))
-    r = {k: torch.stack(v) for k, v in buf.items()}
-    next_values = torch.cat([r["values"][1:], last_values[None]])
-    next_values = torch.where(r["truncated"], r.pop("final_values"), next_values)
-    return Rollout(**r, next_values=next_values, episodes=episodes)
+    r.next_values = torch.where(r.truncated, final_values, torch.cat([r.values[1:], last_values[None]]))
+    return r
 
 
 # -- 4. generalized advantage estimation ------------------------------------------------------------
@@ -168,20 +198,23 @@ def clipped_policy_loss(log_ratio: torch.Tensor, advantages: torch.Tensor, clip:
 
 
 def ppo_update(net: PPONet, optimizer, batch: dict, settings: PPOSettings, generator: torch.Generator) -> dict:
-    """``epochs`` passes over the batch in shuffled minibatches; the losses' means of the last pass."""
-    size = len(batch["actions"])
-    clip = settings.clip_param
+    """``epochs`` passes over the batch in shuffled minibatches; the losses' means of the last pass.
+
+    ``batch``: ``observations``, ``values``, ``log_probs``, ``advantages``, ``returns``, the
+    :func:`legal_actions` ``legal`` and ``valid``, and ``taken``, the column of the action played in ``legal``.
+    """
+    size, minibatch, clip = len(batch["observations"]), settings.minibatch, settings.clip_param
     for _ in range(settings.epochs):
         stats = []
         order = torch.randperm(size, generator=generator)
-        for start in range(0, size - settings.minibatch + 1, settings.minibatch):
-            mb = {k: v[order[start:start + settings.minibatch]] for k, v in batch.items()}
-            logits, values = net(mb["observations"], mb["masks"])
-            log_probs = torch.log_softmax(logits, -1)
-            new_log_prob = log_probs.gather(1, mb["actions"][:, None]).squeeze(1)
-            # softmax, not log_probs.exp(): exp is slow where it underflows, as at every illegal action
-            legal_log_probs = torch.where(mb["masks"].bool(), log_probs, 0.0)
-            entropy = -(torch.softmax(logits, -1) * legal_log_probs).sum(-1).mean()
+        shuffled = {k: v[order] for k, v in batch.items()}  # one gather per epoch; minibatches are slices
+        for start in range(0, size - minibatch + 1, minibatch):
+            mb = {k: v[start:start + minibatch] for k, v in shuffled.items()}
+            features = net.features(mb["observations"])
+            values = net.value(features)
+            log_probs = legal_log_probs(net, features, mb["legal"], mb["valid"])
+            new_log_prob = log_probs.gather(1, mb["taken"][:, None]).squeeze(1)
+            entropy = -(log_probs.exp() * torch.where(mb["valid"], log_probs, 0.0)).sum(-1).mean()
             log_ratio = new_log_prob - mb["log_probs"]
             adv = mb["advantages"]
             policy_loss = clipped_policy_loss(log_ratio, (adv - adv.mean()) / (adv.std() + 1e-8), clip)
@@ -196,9 +229,9 @@ def ppo_update(net: PPONet, optimizer, batch: dict, settings: PPOSettings, gener
             with torch.no_grad():
                 ratio = log_ratio.exp()
                 kl = ((ratio - 1) - log_ratio).mean()  # the low-variance estimator of KL(old || new)
-            stats.append((policy_loss.item(), vf_loss.item(), entropy.item(), kl.item(),
-                          ((ratio - 1).abs() > clip).float().mean().item()))
-    policy_loss, vf_loss, entropy, kl, clip_fraction = np.mean(stats, axis=0).tolist()
+                clip_fraction = ((ratio - 1).abs() > clip).float().mean()
+                stats.append(torch.stack([policy_loss, vf_loss, entropy, kl, clip_fraction]))
+    policy_loss, vf_loss, entropy, kl, clip_fraction = torch.stack(stats).mean(0).tolist()
     return {"policy_loss": policy_loss, "vf_loss": vf_loss, "entropy": entropy, "kl": kl,
             "clip_fraction": clip_fraction}
 
@@ -243,17 +276,18 @@ class NativeBackend(Backend):
         sample_s = time.perf_counter() - t
         advantages, returns = gae(rollout.rewards, rollout.values, rollout.next_values, rollout.terminated,
                                   rollout.truncated, s.gamma, s.lambda_)
-        batch = {"observations": rollout.observations.flatten(0, 1), "masks": rollout.masks.flatten(0, 1).bool(),
-                 "actions": rollout.actions.flatten(), "log_probs": rollout.log_probs.flatten(),
-                 "values": rollout.values.flatten(), "advantages": advantages.flatten(),
-                 "returns": returns.flatten()}
+        legal, valid = legal_actions(rollout.masks.flatten(0, 1))
+        actions = rollout.actions.flatten()
+        batch = {"observations": rollout.observations.flatten(0, 1), "log_probs": rollout.log_probs.flatten(),
+                 "values": rollout.values.flatten(), "advantages": advantages.flatten(), "returns": returns.flatten(),
+                 "legal": legal, "valid": valid, "taken": ((legal == actions[:, None]) & valid).int().argmax(1)}
         self.net.train()
         losses = ppo_update(self.net, self.optimizer, batch, s, generator)
         self.net.eval()
         if self.pool is not None and (self.iteration == 1 or self.iteration % s.pool_every == 0):
             self.pool.add(self.iteration, self.net.state_dict())
         iteration_s = time.perf_counter() - t
-        steps = len(batch["actions"])
+        steps = len(batch["observations"])
         episodes = rollout.episodes
         row.update({
             "iteration_env_steps": steps, "episodes": len(episodes),

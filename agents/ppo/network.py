@@ -79,11 +79,26 @@ class PPONet(nn.Module):
         """Trunk features ``(B, channels, height, width)`` for observations ``(B, H, W, C)``."""
         return self.trunk(observations.permute(0, 3, 1, 2))
 
+    def unmasked_logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, A)`` of every action, legal or not, in the action encoding's order."""
+        planes = self.policy_head(features)  # (B, planes, rank, file)
+        return planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
+
+    def action_logits(self, features: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Unmasked logits ``(B, K)`` of ``actions`` ``(B, K)``: ``unmasked_logits(features).gather(1, actions)``.
+
+        Read from the head's output in (rank, file, plane) order, which is how the convolution lays it
+        out in memory for our channels-last observations, so no ``(B, A)`` copy is made.
+        """
+        planes = self.policy_head(features).permute(0, 2, 3, 1)  # (B, rank, file, plane)
+        square, plane = actions.div(self.config.num_planes, rounding_mode="floor"), actions % self.config.num_planes
+        file, rank = square.div(self.config.height, rounding_mode="floor"), square % self.config.height
+        index = (rank * self.config.width + file) * self.config.num_planes + plane
+        return planes.reshape(len(planes), -1).gather(1, index)
+
     def policy_logits(self, features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Masked logits ``(B, A)`` in the action encoding's order."""
-        planes = self.policy_head(features)  # (B, planes, rank, file)
-        logits = planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
-        return mask_logits(logits, mask)
+        return mask_logits(self.unmasked_logits(features), mask)
 
     def value(self, features: torch.Tensor) -> torch.Tensor:
         return self.value_head(features).squeeze(-1)
