@@ -12,15 +12,25 @@ and the random reply. Rows, from the bare env up to whole PPO iterations:
 * raw env: uniformly random legal actions from the mask, single ``gym.make``
   env and the native vector env (``--num-envs`` games stepped in C);
 * + policy: the same vector env, actions sampled from the PPO network's
-  masked logits (one forward pass per step for all games): the floor for any
-  PPO sampler with this network;
+  masked logits (one forward pass per step for all games, ``torch.multinomial``
+  over all 1,225 masked logits): the straightforward sampler;
 * RLlib sampling: ``EnvRunner.sample`` (episodes, connectors, the module's
   forward pass), with our native vector env and with gymnasium's
   ``SyncVectorEnv`` over single envs;
 * built-in PPO (``agents/ppo/native.py``) sampling: its rollout (network forward
-  pass, sampling, the vector env's C step), and its training: whole iterations;
-* RLlib / SB3 training: whole PPO iterations (sampling + GAE + 4 epochs of
-  minibatch updates on ``--train-batch`` steps), env steps per wall-clock second.
+  pass, sampling over each game's legal actions, the vector env's C step);
+* training: whole PPO iterations of the built-in PPO, RLlib and SB3 (sampling +
+  GAE + 4 epochs of minibatch updates on ``--train-batch`` steps), one iteration
+  of each backend in turn so that other jobs' load falls on all alike; env
+  steps per wall-clock second and per CPU second of this process (all its
+  threads: the figure least moved by load).
+
+The same settings for every backend: network, ``train_batch``, ``minibatch``,
+``epochs``, ``num_envs``, one torch thread. The work per iteration still differs a
+little by design: RLlib's learner runs an extra forward pass over the batch for
+GAE's values (the others keep the rollout's) and cycles through the batch for
+about 4 x 4000 / 256 = 63 minibatches where the built-in PPO takes 4 x 15 = 60
+(the last 160 shuffled samples of each epoch sit out, as in CleanRL).
 
 Time to 97% (``time``): Alpha-Mini's setting with each backend's defaults
 (``PPOSettings()``), iterations until the greedy policy wins >= 97% of 1,000
@@ -29,7 +39,7 @@ after every iteration); the training wall-clock up to that point (the checks
 excluded), or "not reached" within ``--time-minutes``.
 
 All in one process with one torch thread (the PPO runs' setting). On a shared
-machine the figures move by 10-30% between runs; ratios are from the same run.
+machine the wall-clock figures move by 10-30% between runs; ratios are from the same run.
 """
 
 from __future__ import annotations
@@ -91,8 +101,8 @@ def raw_vector(seconds: float, num_envs: int, policy: bool = False) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def rllib_figures(args) -> dict:
-    """Sampling-only throughput (native and sync vector envs) and whole-iteration training throughput."""
+def rllib_sampling(args) -> dict:
+    """RLlib's ``EnvRunner.sample`` throughput, with our native vector env and with ``SyncVectorEnv``."""
     from agents.ppo.common import PPOSettings
     from agents.ppo.rllib_train import build
 
@@ -106,19 +116,13 @@ def rllib_figures(args) -> dict:
             episodes = algo.env_runner.sample(num_timesteps=args.train_batch)
             dt = time.perf_counter() - t
             out[f"sample_{vectorize}"] = sum(len(e) for e in episodes) / dt
-            if vectorize == "native":
-                algo.train()  # the first iteration builds the learner's buffers: not timed
-                steps, t = 0, time.perf_counter()
-                for _ in range(args.iterations):
-                    steps += int(algo.train()["env_runners"]["num_env_steps_sampled"])
-                out["train"] = steps / (time.perf_counter() - t)
         finally:
             algo.stop()
     return out
 
 
-def native_figures(args) -> dict:
-    """The built-in PPO: rollout throughput and whole-iteration training throughput, as RLlib's are measured."""
+def native_sampling(args) -> float:
+    """The built-in PPO's rollout (:func:`agents.ppo.native.collect`) throughput."""
     from agents.ppo.common import PPOSettings
     from agents.ppo.native import NativeBackend, collect
 
@@ -129,13 +133,59 @@ def native_figures(args) -> dict:
         t = time.perf_counter()
         collect(backend.net, backend.envs, args.train_batch // args.num_envs, seed=0,
                 generator=torch.Generator().manual_seed(0))
-        sample = args.train_batch / (time.perf_counter() - t)
-        steps, t = 0, time.perf_counter()
-        for _ in range(args.iterations):
-            steps += backend.iterate()["iteration_env_steps"]
-        return {"sample": sample, "train": steps / (time.perf_counter() - t)}
+        return args.train_batch / (time.perf_counter() - t)
     finally:
         backend.close()
+
+
+def training_figures(args, names: list[str]) -> dict:
+    """Whole PPO iterations of each backend in ``names``, interleaved (one iteration of each in turn), so
+    that other jobs' load falls on all of them alike: env steps per wall-clock second and per CPU
+    second of this process (all its threads; the figure the machine's load moves least)."""
+    from agents.ppo.common import PPOSettings
+
+    settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch)
+    trainers, closers = {}, []
+    try:
+        if "native" in names:
+            from agents.ppo.native import NativeBackend
+
+            backend = NativeBackend(settings)
+            closers.append(backend.close)
+            trainers["native"] = lambda: backend.iterate()["iteration_env_steps"]
+        if "rllib" in names:
+            from agents.ppo.rllib_train import build
+
+            algo = build(settings)
+            closers.append(algo.stop)
+            trainers["rllib"] = lambda: int(algo.train()["env_runners"]["num_env_steps_sampled"])
+        if "sb3" in names:
+            from agents.ppo.sb3_train import make_model, make_vec_env
+
+            env = make_vec_env(settings)
+            closers.append(env.close)
+            model = make_model(settings, env)
+
+            def sb3_iteration():
+                before = model.num_timesteps
+                model.learn(settings.train_batch, reset_num_timesteps=False)
+                return model.num_timesteps - before
+
+            trainers["sb3"] = sb3_iteration
+        for train in trainers.values():
+            train()  # the first iteration builds buffers (RLlib's learner, SB3's logger): not timed
+        totals = {name: [0, 0.0, 0.0] for name in trainers}  # env steps, wall s, CPU s
+        for _ in range(args.iterations):
+            for name, train in trainers.items():
+                wall, cpu = time.perf_counter(), time.process_time()
+                steps = train()
+                totals[name][0] += steps
+                totals[name][1] += time.perf_counter() - wall
+                totals[name][2] += time.process_time() - cpu
+    finally:
+        for close in closers:
+            close()
+    return {name: {"train": steps / wall, "train_cpu": steps / cpu} for name, (steps, wall, cpu) in totals.items()}
 
 
 def time_to_target(backend_class, minutes: float, target: float = 0.97, games: int = 1000) -> dict:
@@ -163,22 +213,22 @@ def time_to_target(backend_class, minutes: float, target: float = 0.97, games: i
     return {"reached": False, "train_s": train_s, "env_steps": steps, "win_rate": rate, "iterations": iterations}
 
 
-def sb3_figures(args) -> dict:
+def sb3_sampling(args) -> float:
+    """SB3 ``MaskablePPO``'s rollout throughput (its rollout time inside ``learn``)."""
     from agents.ppo.common import PPOSettings
     from agents.ppo.sb3_train import _RolloutTimer, make_model, make_vec_env
 
     settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch)
     env = make_vec_env(settings)
-    model = make_model(settings, env)
-    model.learn(settings.train_batch)  # warm up
-    timer = _RolloutTimer()
-    t = time.perf_counter()
-    before = model.num_timesteps
-    model.learn(args.iterations * settings.train_batch, reset_num_timesteps=False, callback=timer)
-    dt = time.perf_counter() - t
-    steps = model.num_timesteps - before
-    env.close()
-    return {"sample": steps / timer.sample_s, "train": steps / dt}
+    try:
+        model = make_model(settings, env)
+        model.learn(settings.train_batch)  # warm up
+        timer = _RolloutTimer()
+        before = model.num_timesteps
+        model.learn(settings.train_batch, reset_num_timesteps=False, callback=timer)
+        return (model.num_timesteps - before) / timer.sample_s
+    finally:
+        env.close()
 
 
 def main(argv=None) -> int:
@@ -207,32 +257,35 @@ def main(argv=None) -> int:
 
     def show(key, name, value, base=None):
         results[key] = value
-        ratio = f"  ({value / base:.2f}x the native vector env)" if base else ""
-        print(f"{name:<58} {value:>10,.0f} env steps/s{ratio}", flush=True)
+        ratio = f"  ({value / base:.3f}x the native vector env)" if base else ""
+        print(f"{name:<66} {value:>10,.0f} env steps/s{ratio}", flush=True)
 
     show("raw_single", "raw env: gym.make, random legal actions", raw_single(args.seconds))
     base = raw_vector(args.seconds, args.num_envs)
     show("raw_vector", f"raw env: native vector x{args.num_envs}, random legal actions", base)
-    show("raw_vector_policy", f"native vector x{args.num_envs} + PPO network sampling",
+    show("raw_vector_policy", f"native vector x{args.num_envs} + PPO network, multinomial over all logits",
          raw_vector(args.seconds, args.num_envs, policy=True), base)
     if "native" not in args.skip:
-        r = native_figures(args)
-        show("native_sample", "built-in PPO rollout, native vector env", r["sample"], base)
-        show("native_train", "built-in PPO training (whole iterations)", r["train"], base)
+        show("native_sample", "built-in PPO rollout, native vector env", native_sampling(args), base)
     if "rllib" not in args.skip:
-        r = rllib_figures(args)
+        r = rllib_sampling(args)
         show("rllib_sample_native", "RLlib EnvRunner.sample, native vector env", r["sample_native"], base)
         show("rllib_sample_sync", "RLlib EnvRunner.sample, SyncVectorEnv of gym.make envs", r["sample_sync"], base)
-        show("rllib_train", "RLlib PPO training (whole iterations)", r["train"], base)
+    if "sb3" not in args.skip:
+        show("sb3_sample", "SB3 MaskablePPO rollouts, native vector env", sb3_sampling(args), base)
+    names = [name for name in ("native", "rllib", "sb3") if name not in args.skip]
+    labels = {"native": "built-in PPO", "rllib": "RLlib PPO", "sb3": "SB3 MaskablePPO"}
+    print(f"training: {args.iterations} whole iterations of each of {', '.join(names)}, interleaved", flush=True)
+    for name, r in training_figures(args, names).items():
+        show(f"{name}_train", f"{labels[name]} training (whole iterations)", r["train"], base)
+        show(f"{name}_train_cpu", f"{labels[name]} training, per CPU second of the process", r["train_cpu"])
     if "native_train" in results and "rllib_train" in results:
         results["native_vs_rllib_train"] = results["native_train"] / results["rllib_train"]
+        results["native_vs_rllib_train_cpu"] = results["native_train_cpu"] / results["rllib_train_cpu"]
         results["native_vs_rllib_sample"] = results["native_sample"] / results["rllib_sample_native"]
-        print(f"built-in / RLlib: training {results['native_vs_rllib_train']:.1f}x, sampling "
+        print(f"built-in / RLlib: training {results['native_vs_rllib_train']:.1f}x (wall-clock), "
+              f"{results['native_vs_rllib_train_cpu']:.1f}x (CPU time); sampling "
               f"{results['native_vs_rllib_sample']:.1f}x (target: training >= 8x)", flush=True)
-    if "sb3" not in args.skip:
-        r = sb3_figures(args)
-        show("sb3_sample", "SB3 MaskablePPO rollouts, native vector env", r["sample"], base)
-        show("sb3_train", "SB3 MaskablePPO training (whole iterations)", r["train"], base)
     if "time" not in args.skip:
         from agents.ppo.native import NativeBackend
 

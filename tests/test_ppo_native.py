@@ -20,6 +20,7 @@ from agents.ppo.selfplay import OpponentPool, SelfPlayVectorEnv  # noqa: E402
 from agents.random_agent import RandomAgent  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
+from minichess_envs.engine import WHITE  # noqa: E402
 
 T, F = True, False
 
@@ -294,3 +295,123 @@ def test_library_backends_agents_load_as_the_native_ones_do(tmp_path, backend):
     for agent in loaded.values():
         actions = agent.act_batch(obs, masks)
         assert masks[np.arange(len(positions)), actions].all()
+
+
+def random_play_positions(variant: str, count: int, seed: int = 0) -> list[Position]:
+    """Positions of random games (not over), one per ply."""
+    rng = np.random.default_rng(seed)
+    found, pos = [], Position(variant)
+    while len(found) < count:
+        if pos.is_game_over():
+            pos = Position(variant)
+        found.append(pos.copy())
+        actions = pos.legal_actions()
+        pos.push_action(actions[rng.integers(len(actions))])
+    return found
+
+
+def observations(variant: str, positions: list[Position]) -> dict:
+    encoding = ObservationEncoding(variant)
+    return {"observation": np.stack([encoding.encode(p) for p in positions]),
+            "action_mask": np.stack([p.action_mask() for p in positions])}
+
+
+def test_sampling_draws_each_legal_action_with_its_masked_softmax_probability():
+    settings = PPOSettings(variant="gardner", channels=8, conv_layers=1, value_hidden=16)
+    torch.manual_seed(3)
+    net = PPONet(settings.net_config()).eval()
+    with torch.no_grad():  # a policy far from uniform over the legal moves
+        net.policy_head.weight.normal_(0, 1.0)
+    obs = observations("gardner", random_play_positions("gardner", 4, seed=2))
+    draws = 4000
+    obs_many = {k: np.repeat(v, draws, axis=0) for k, v in obs.items()}
+    with torch.inference_mode():
+        logits, values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))
+        expected = torch.softmax(logits, -1)  # the full-width masked policy
+        actions, log_probs, sampled_values = native.sample_actions(net, obs_many, torch.Generator().manual_seed(0))
+    actions = actions.view(4, draws)
+    assert torch.allclose(sampled_values.view(4, draws), values[:, None].expand(4, draws), atol=1e-5)
+    for row in range(4):
+        frequencies = torch.bincount(actions[row], minlength=expected.shape[1]).double() / draws
+        legal = obs["action_mask"][row].astype(bool)
+        assert frequencies[~torch.from_numpy(legal)].sum() == 0
+        # 4,000 draws: a frequency's standard error is at most 0.008
+        assert torch.allclose(frequencies, expected[row].double(), atol=0.03)
+        chosen = log_probs.view(4, draws)[row]
+        assert torch.allclose(chosen, expected[row].log()[actions[row]], atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", ["3x3", "gardner"])
+def test_legal_action_log_probs_and_entropy_equal_the_full_width_masked_policy(variant):
+    settings = PPOSettings(variant=variant, channels=8, conv_layers=2, value_hidden=16)
+    torch.manual_seed(0)
+    net = PPONet(settings.net_config())
+    with torch.no_grad():
+        net.policy_head.weight.normal_(0, 0.5)
+    obs = observations(variant, random_play_positions(variant, 64))
+    x, masks = torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]).bool()
+    legal, valid = native.legal_actions(masks)
+    assert valid.sum() == masks.sum()
+    assert torch.equal(torch.zeros_like(masks).scatter(1, legal, valid), masks)  # exactly the legal actions
+    features = net.features(x)
+    compact = native.legal_log_probs(net, features, legal, valid)
+    full = torch.log_softmax(net(x, masks)[0], -1)
+    assert torch.allclose(compact[valid], full.gather(1, legal)[valid], atol=1e-5)
+    assert (compact[~valid].exp() == 0).all()
+    entropy = -(compact.exp() * torch.where(valid, compact, 0.0)).sum(-1)
+    full_entropy = -(full.exp() * torch.where(masks, full, 0.0)).sum(-1)
+    assert torch.allclose(entropy, full_entropy, atol=1e-5)
+    # the gradient reaches the policy head through the legal actions only, as it does through the full softmax
+    compact.gather(1, torch.zeros(len(legal), 1, dtype=torch.long)).sum().backward()
+    compact_grad = net.policy_head.weight.grad.clone()
+    net.zero_grad()
+    full.gather(1, legal[:, :1]).sum().backward()
+    assert torch.allclose(compact_grad, net.policy_head.weight.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["3x3", "gardner"])
+def test_action_logits_are_the_full_logits_at_those_actions(variant):
+    settings = PPOSettings(variant=variant, channels=8, conv_layers=1, value_hidden=16)
+    torch.manual_seed(0)
+    net = PPONet(settings.net_config())
+    config = settings.net_config()
+    features = net.features(torch.rand(5, config.height, config.width, config.channels_in))
+    actions = torch.randint(0, config.num_actions, (5, 9))
+    assert torch.equal(net.action_logits(features, actions), net.unmasked_logits(features).gather(1, actions))
+
+
+# -- endgame starts --------------------------------------------------------------------------------
+
+
+def test_endgame_starts_give_the_learner_queen_or_rook_against_the_lone_king_and_the_move():
+    settings = PPOSettings(variant="gardner", agent_color="random", num_envs=16, endgame_start=0.5)
+    envs = native.make_envs(settings)
+    games = {"endgame": 0, "default": 0}
+    armies = set()
+    for seed in range(8):
+        envs.reset(seed=seed * 16)
+        for position, learner in zip(envs.get_attr("position"), envs.get_attr("learner")):
+            pieces = [c for c in position.fen().split()[0] if c.isalpha()]
+            if len(pieces) > 3:  # the usual start (the opponent may have moved first)
+                games["default"] += 1
+                continue
+            games["endgame"] += 1
+            mine = "".join(sorted(c.upper() for c in pieces if c.isupper() == (learner == WHITE)))
+            theirs = "".join(c.upper() for c in pieces if c.isupper() != (learner == WHITE))
+            armies.add(mine)
+            assert theirs == "K"
+            assert position.turn == learner
+            assert not position.is_game_over()
+    assert armies == {"KQ", "KR"}
+    assert 0.3 < games["endgame"] / 128 < 0.7  # share 0.5 of 128 games
+    envs.step(np.array([np.flatnonzero(m)[0] for m in envs.action_masks()]))  # the games play on
+
+
+def test_endgame_start_is_checked_and_native_only():
+    with pytest.raises(ValueError, match="endgame_start"):
+        PPOSettings(endgame_start=1.5)
+    settings = PPOSettings(variant="gardner", endgame_start=0.2)
+    with pytest.raises(ValueError, match="endgame_start is a curriculum option of the native backend"):
+        from agents.ppo.common import train_loop
+
+        train_loop(settings, "unused", None, "sb3", env_steps=1)

@@ -34,6 +34,7 @@ from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
 from agents.ppo.network import PPONet, mask_logits
 from agents.ppo.selfplay import KINDS, OpponentPool, SelfPlayVectorEnv
 from agents.runs import RunState
+from minichess_envs.engine import WHITE
 from minichess_envs.variants import get_variant
 
 # -- 2. environments --------------------------------------------------------------------------------
@@ -42,11 +43,47 @@ from minichess_envs.variants import get_variant
 def make_envs(settings: PPOSettings):
     """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent."""
     if settings.selfplay:
-        return SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
+        envs = SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
                                  random_share=settings.selfplay_random, **settings.env_kwargs())
-    return gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
-                        vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
-                        opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
+    else:
+        envs = gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
+                            vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
+                            opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
+    if settings.endgame_start:
+        envs.unwrapped.starts = EndgameStarts(envs.unwrapped.starts, settings.variant, settings.endgame_start)
+    return envs
+
+
+class EndgameStarts:
+    """Where training games start: with probability ``share`` a uniformly random legal position in which
+    the learner, to move, has king and queen or king and rook against the lone king; else where
+    ``starts`` (the env's :class:`~minichess_envs.env.StartPositions`) says.
+
+    A curriculum for checkmate rules: the games a policy fails to win against the random player are
+    won positions it does not convert (repetitions, stalemates), and these endings are the mates it
+    has to find there. The env calls ``position(rng, learner)`` at every game's start.
+    """
+
+    ARMIES = ("KQ", "KR")
+
+    def __init__(self, starts, variant: str, share: float):
+        from minichess_envs.positions import random_position
+
+        self.starts, self.variant, self.share = starts, variant, share
+        self._random_position = random_position
+        for army in self.ARMIES:  # a variant without enumerable positions fails here; the tables are cached
+            random_position(variant, np.random.default_rng(0), white=army, black="K")
+            random_position(variant, np.random.default_rng(0), white="K", black=army)
+
+    def position(self, rng: np.random.Generator, learner: int, fen: str | None = None):
+        if fen is not None or rng.random() >= self.share:
+            return self.starts.position(rng, learner, fen)
+        army = self.ARMIES[int(rng.integers(len(self.ARMIES)))]
+        white, black = (army, "K") if learner == WHITE else ("K", army)
+        while True:  # the learner moves first (half the positions qualify)
+            position = self._random_position(self.variant, rng, white=white, black=black)
+            if position.turn == learner:
+                return position
 
 
 def iteration_seed(settings: PPOSettings, iteration: int) -> int:
