@@ -20,7 +20,6 @@ from agents.ppo.selfplay import OpponentPool, SelfPlayVectorEnv  # noqa: E402
 from agents.random_agent import RandomAgent  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
-from minichess_envs.engine import WHITE  # noqa: E402
 
 T, F = True, False
 
@@ -378,40 +377,3 @@ def test_action_logits_are_the_full_logits_at_those_actions(variant):
     features = net.features(torch.rand(5, config.height, config.width, config.channels_in))
     actions = torch.randint(0, config.num_actions, (5, 9))
     assert torch.equal(net.action_logits(features, actions), net.unmasked_logits(features).gather(1, actions))
-
-
-# -- endgame starts --------------------------------------------------------------------------------
-
-
-def test_endgame_starts_give_the_learner_queen_or_rook_against_the_lone_king_and_the_move():
-    settings = PPOSettings(variant="gardner", agent_color="random", num_envs=16, endgame_start=0.5)
-    envs = native.make_envs(settings)
-    games = {"endgame": 0, "default": 0}
-    armies = set()
-    for seed in range(8):
-        envs.reset(seed=seed * 16)
-        for position, learner in zip(envs.get_attr("position"), envs.get_attr("learner")):
-            pieces = [c for c in position.fen().split()[0] if c.isalpha()]
-            if len(pieces) > 3:  # the usual start (the opponent may have moved first)
-                games["default"] += 1
-                continue
-            games["endgame"] += 1
-            mine = "".join(sorted(c.upper() for c in pieces if c.isupper() == (learner == WHITE)))
-            theirs = "".join(c.upper() for c in pieces if c.isupper() != (learner == WHITE))
-            armies.add(mine)
-            assert theirs == "K"
-            assert position.turn == learner
-            assert not position.is_game_over()
-    assert armies == {"KQ", "KR"}
-    assert 0.3 < games["endgame"] / 128 < 0.7  # share 0.5 of 128 games
-    envs.step(np.array([np.flatnonzero(m)[0] for m in envs.action_masks()]))  # the games play on
-
-
-def test_endgame_start_is_checked_and_native_only():
-    with pytest.raises(ValueError, match="endgame_start"):
-        PPOSettings(endgame_start=1.5)
-    settings = PPOSettings(variant="gardner", endgame_start=0.2)
-    with pytest.raises(ValueError, match="endgame_start is a curriculum option of the native backend"):
-        from agents.ppo.common import train_loop
-
-        train_loop(settings, "unused", None, "sb3", env_steps=1)

@@ -42,7 +42,6 @@ class PPOSettings:
     material_scale: float = MATERIAL_SCALE  # reward per pawn of material lead gained (reward="material")
     draw_reward: float = 0.0  # native: added to the reward when the rules end a game drawn (stalemate, repetition...)
     start: str = "default"  # or "random" (small boards) or a FEN
-    endgame_start: float = 0.0  # native: share of training games from random K+Q / K+R vs K endings (native.EndgameStarts)
     opponent: str | None = None  # a saved agent's directory; None: the env's random player
     opponent_eps: float = 0.0  # with an opponent: probability that it plays a random move instead
     init_from: str | None = None  # a saved PPO agent whose weights start the policy (else random init)
@@ -84,7 +83,6 @@ class PPOSettings:
             "lambda_": 0.0 <= self.lambda_ <= 1.0,
             "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
             "selfplay_random": 0.0 <= self.selfplay_random <= 1.0,
-            "endgame_start": 0.0 <= self.endgame_start <= 1.0,
             "pool_sampling": self.pool_sampling in ("uniform", "recent"),
             "lr": self.lr > 0,
             "material_scale": self.material_scale >= 0,
@@ -240,9 +238,6 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
                          "the random player or a saved opponent (the Alpha-Mini procedure: --selfplay)")
     if settings.draw_reward and kind != "native":
         raise ValueError(f"draw_reward is a shaping option of the native backend; {kind} takes the env's rewards")
-    if settings.endgame_start and kind != "native":
-        raise ValueError(f"endgame_start is a curriculum option of the native backend; {kind} starts every game "
-                         "where settings.start says")
     run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, backend = run.state, None
     if budget.env_steps is not None:

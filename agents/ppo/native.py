@@ -11,8 +11,13 @@
 6. :class:`NativeBackend`: the above as one :class:`~agents.ppo.common.Backend` of the shared
    training loop (evaluation, metrics CSV, TensorBoard, checkpoints, resume, the saved agent).
 
-Masking: the network gives every illegal action the most negative float as logit
-(:func:`~agents.ppo.network.mask_logits`), so its probability is exactly 0 and it is never sampled.
+Masking: the policy is a softmax over each position's legal actions only (:func:`legal_actions`,
+:func:`legal_log_probs`): an illegal action has probability exactly 0 and is never sampled, and the
+softmax, sampling and entropy touch a few dozen logits instead of all 1,225 (the same values as
+:class:`~agents.ppo.network.PPONet`'s full masked logits, which the saved agents use).
+
+Cost: the update's forward and backward passes (3x3 convolutions on every square) are most of an
+iteration; docs/benchmarks.md has the figures.
 
 Reproducibility: every iteration starts fresh games and fresh random streams, seeded from the run's
 seed and the iteration number, so a checkpoint (weights, optimizer, pool) is all a resumed run needs
@@ -34,7 +39,6 @@ from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
 from agents.ppo.network import PPONet, mask_logits
 from agents.ppo.selfplay import KINDS, OpponentPool, SelfPlayVectorEnv
 from agents.runs import RunState
-from minichess_envs.engine import WHITE
 from minichess_envs.variants import get_variant
 
 # -- 2. environments --------------------------------------------------------------------------------
@@ -43,47 +47,11 @@ from minichess_envs.variants import get_variant
 def make_envs(settings: PPOSettings):
     """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent."""
     if settings.selfplay:
-        envs = SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
+        return SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
                                  random_share=settings.selfplay_random, **settings.env_kwargs())
-    else:
-        envs = gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
-                            vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
-                            opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
-    if settings.endgame_start:
-        envs.unwrapped.starts = EndgameStarts(envs.unwrapped.starts, settings.variant, settings.endgame_start)
-    return envs
-
-
-class EndgameStarts:
-    """Where training games start: with probability ``share`` a uniformly random legal position in which
-    the learner, to move, has king and queen or king and rook against the lone king; else where
-    ``starts`` (the env's :class:`~minichess_envs.env.StartPositions`) says.
-
-    A curriculum for checkmate rules: the games a policy fails to win against the random player are
-    won positions it does not convert (repetitions, stalemates), and these endings are the mates it
-    has to find there. The env calls ``position(rng, learner)`` at every game's start.
-    """
-
-    ARMIES = ("KQ", "KR")
-
-    def __init__(self, starts, variant: str, share: float):
-        from minichess_envs.positions import random_position
-
-        self.starts, self.variant, self.share = starts, variant, share
-        self._random_position = random_position
-        for army in self.ARMIES:  # a variant without enumerable positions fails here; the tables are cached
-            random_position(variant, np.random.default_rng(0), white=army, black="K")
-            random_position(variant, np.random.default_rng(0), white="K", black=army)
-
-    def position(self, rng: np.random.Generator, learner: int, fen: str | None = None):
-        if fen is not None or rng.random() >= self.share:
-            return self.starts.position(rng, learner, fen)
-        army = self.ARMIES[int(rng.integers(len(self.ARMIES)))]
-        white, black = (army, "K") if learner == WHITE else ("K", army)
-        while True:  # the learner moves first (half the positions qualify)
-            position = self._random_position(self.variant, rng, white=white, black=black)
-            if position.turn == learner:
-                return position
+    return gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
+                        vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
+                        opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
 
 
 def iteration_seed(settings: PPOSettings, iteration: int) -> int:
