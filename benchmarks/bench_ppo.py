@@ -30,7 +30,7 @@ The same settings for every backend: network, ``train_batch``, ``minibatch``,
 little by design: RLlib's learner runs an extra forward pass over the batch for
 GAE's values (the others keep the rollout's) and cycles through the batch for
 about 4 x 4000 / 256 = 63 minibatches where the built-in PPO takes 4 x 15 = 60
-(the last 160 shuffled samples of each epoch sit out, as in CleanRL).
+(the last 160 shuffled samples of each epoch sit out).
 
 Time to 97% (``time``): Alpha-Mini's setting with each backend's defaults
 (``PPOSettings()``), iterations until the greedy policy wins >= 97% of 1,000
