@@ -2,7 +2,14 @@
 
 Fairy-Stockfish (small variants) or Stockfish (8x8) plays both sides at a
 node or depth budget from randomised balanced openings; every position gets
-the engine's move and score, and every game its result. Games are written
+the engine's move and score, and every game its result. Optionally a share
+of the games pits the engine against a uniformly random mover, so the data
+also shows how the engine converts a won position against a weak defender
+(engine-only games rarely get there); the random side's moves are kept for
+replay but are not training examples. Such a game may also start with
+material odds (``odds``): some of the random side's pieces are taken off,
+so the data holds the crushing positions where a policy that has never
+seen them stalemates instead of mating. Games are written
 in chunks as dataset shards (:mod:`minichess_envs.dataset`): a chunk is
 written whole or not at all, and its games depend only on the seed and the
 chunk's index, so an interrupted run resumes with nothing lost or
@@ -16,6 +23,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import re
 import time
 from typing import Iterator
 
@@ -34,6 +42,11 @@ class GenerationSettings:
     :param opening_plies: random plies before the engine takes over; an
         opening is kept only when the engine scores it within ``balance_cp``
         centipawns of equal (up to ``opening_tries`` draws per game).
+    :param random_opponent: share of the games in which one side (chosen per
+        game) plays uniformly random moves instead of the engine.
+    :param odds: in those games, each of the random side's pieces but the
+        king is taken off the opening with a probability drawn per game
+        uniformly from [0, ``odds``].
     """
 
     variant: str = "gardner"
@@ -47,6 +60,8 @@ class GenerationSettings:
     games_per_chunk: int = 50
     seed: int = 0
     ply_limit: int | None = None  # default: the variant's
+    random_opponent: float = 0.0
+    odds: float = 0.0
 
     def __post_init__(self):
         get_variant(self.variant)
@@ -54,6 +69,8 @@ class GenerationSettings:
             raise ValueError("give exactly one search budget: nodes or depth")
         if self.games < 1 or self.games_per_chunk < 1 or self.opening_plies < 0:
             raise ValueError("games and games_per_chunk must be positive, opening_plies not negative")
+        if not (0.0 <= self.random_opponent <= 1.0 and 0.0 <= self.odds <= 1.0):
+            raise ValueError(f"random_opponent and odds are shares in [0, 1], not {self.random_opponent}, {self.odds}")
 
     @property
     def chunks(self) -> int:
@@ -86,23 +103,56 @@ def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.r
     return Position(variant, best.fen())
 
 
+def remove_pieces(position: Position, color: int, share: float, rng: np.random.Generator) -> Position:
+    """``position`` with each of ``color``'s pieces but the king removed with probability ``share``.
+
+    Castling and en-passant rights are dropped when anything is removed; a
+    result that is not a legal, unfinished position gives ``position`` back.
+    """
+    fields = position.fen().split()
+    board = re.sub(r"\d+", lambda m: "1" * int(m.group()), fields[0])
+    ours = str.isupper if color == 0 else str.islower
+    squares = [c if not (c.isalpha() and ours(c) and c not in "Kk" and rng.random() < share) else "1" for c in board]
+    if squares == list(board):
+        return position
+    fields[0] = re.sub(r"1+", lambda m: str(len(m.group())), "".join(squares))
+    fields[2:4] = ["-", "-"]
+    try:
+        reduced = Position(position.variant, " ".join(fields))
+    except ValueError:
+        return position
+    return reduced if reduced.outcome() is None and len(reduced.legal_actions()) else position
+
+
 def play_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
-    """One engine self-play game: ``(root_fen, actions, scores, result)``."""
+    """One game: ``(root_fen, actions, scores, result, targets)``.
+
+    ``targets[i]`` is whether ply ``i`` is the engine's move (a random mover's
+    plies get score 0 and ``False``).
+    """
     rng = np.random.default_rng([settings.seed, index])
     engine.reset()
     position = balanced_opening(engine, settings.variant, settings.opening_plies, rng,
                                 settings.balance_cp, settings.opening_tries)
+    random_side = int(rng.integers(2)) if rng.random() < settings.random_opponent else None
+    if random_side is not None and settings.odds:
+        position = remove_pieces(position, random_side, rng.random() * settings.odds, rng)
     root_fen = position.fen()
     limit = settings.ply_limit or position.variant.ply_limit
-    actions, scores = [], []
+    actions, scores, targets = [], [], []
     while position.outcome() is None and len(actions) < limit:
-        result = engine.search(position)
-        action = position.move_to_action(result.move)
+        if position.turn == random_side:
+            legal = position.legal_actions()
+            action, score = int(legal[rng.integers(len(legal))]), 0
+        else:
+            result = engine.search(position)
+            action, score = position.move_to_action(result.move), score_to_int(result.cp, result.mate)
         actions.append(action)
-        scores.append(score_to_int(result.cp, result.mate))
+        scores.append(score)
+        targets.append(position.turn != random_side)
         position.push_action(action)
     outcome = position.outcome()
-    return root_fen, actions, scores, outcome.result() if outcome is not None else "*"
+    return root_fen, actions, scores, outcome.result() if outcome is not None else "*", targets
 
 
 _ENGINE: dict = {}  # one engine per process, started on its first chunk
@@ -141,7 +191,8 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
 
     Chunks already listed in the directory's manifest are skipped, so calling
     this again after an interruption completes the run. Returns a summary:
-    games and positions written now, seconds, and games/s and positions/s per worker.
+    games, positions (plies) and training examples (``targets``: the engine's
+    moves) written now, seconds, and games/s and positions/s per worker.
     """
     variant = get_variant(settings.variant)
     engine_name = settings.engine or ("stockfish" if variant.name == "chess" else "fairy-stockfish")
@@ -151,13 +202,15 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     done = {e["file"] for e in list_shards(directory)}
     todo = [c for c in range(settings.chunks) if chunk_file(c) not in done]
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
-    start, games, positions = time.perf_counter(), 0, 0
+    start, games, positions, targets = time.perf_counter(), 0, 0, 0
     bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
     for chunk, played in _run_chunks(settings, todo, workers, ray_address):
         write_shard(os.path.join(directory, chunk_file(chunk)), variant,
-                    [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r) for fen, a, s, r in _coded(played)])
+                    [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r, np.asarray(t, bool))
+                     for fen, a, s, r, t in _coded(played)])
         games += len(played)
-        positions += sum(len(a) for _, a, _, _ in played)
+        positions += sum(len(a) for _, a, _, _, _ in played)
+        targets += sum(int(np.sum(t)) for _, _, _, _, t in played)
         if bar is not None:
             elapsed = time.perf_counter() - start
             bar.set_postfix_str(f"{positions / elapsed:.0f} positions/s")
@@ -165,7 +218,7 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - start
-    return {"games": games, "positions": positions, "seconds": seconds, "workers": workers,
+    return {"games": games, "positions": positions, "targets": targets, "seconds": seconds, "workers": workers,
             "games_per_s_per_worker": games / seconds / workers if seconds and games else 0.0,
             "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0}
 
@@ -173,8 +226,8 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
 def _coded(played):
     from minichess_envs.dataset import RESULT_CODES
 
-    for fen, actions, scores, result in played:
-        yield fen, actions, scores, RESULT_CODES[result]
+    for fen, actions, scores, result, targets in played:
+        yield fen, actions, scores, RESULT_CODES[result], targets
 
 
 def _games_in(chunks: list[int], settings: GenerationSettings) -> int:

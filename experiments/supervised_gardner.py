@@ -4,14 +4,17 @@
     python experiments/supervised_gardner.py --resume        # continue an interrupted run (every stage resumes)
     python experiments/supervised_gardner.py --games 400 --epochs 2 --selfplay-iterations 1 --match-games 10
 
-1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``).
+1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``); in a
+   share of the games (``--random-opponent``) it plays a random mover instead, so the data shows how to
+   finish off a weak defender (only the engine's moves are learnt).
 2. The AlphaZero network (experiments/alphazero_gardner.py's shape) learns the engine's moves and the
    results (``agents.supervised``), one checkpoint per epoch.
 3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.tournament``).
 4. The pretrained network is scored: raw policy against random (both colours), agreement with the
-   engine on held-out games, and with search against minimax and Fairy-Stockfish.
+   engine on held-out games, and with search against minimax and on the ladder (``agents.ladder``:
+   Fairy-Stockfish at 1/10/100 nodes, the published openings with both colours, 200 games a level).
 5. AlphaZero self-play runs twice with the same settings and iterations (so the same compute): from the
-   pretrained network (``init_from``) and from scratch; both are scored against Fairy-Stockfish.
+   pretrained network (``init_from``) and from scratch; both are scored the same way.
 
 Writes runs/supervised_gardner/: report.md, *.png, *.csv, data/, pretrain/, selfplay_pretrained/,
 selfplay_scratch/.
@@ -35,11 +38,11 @@ from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
+from agents.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
-from agents.uci import UCIEngineAgent  # noqa: E402
 
 VARIANT = "gardner"
 ENGINE_LEVELS = (1, 10, 100)
@@ -48,12 +51,18 @@ ENGINE_LEVELS = (1, 10, 100)
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/supervised_gardner")
-    parser.add_argument("--games", type=int, default=4000, help="Fairy-Stockfish self-play games")
+    parser.add_argument("--games", type=int, default=12000, help="Fairy-Stockfish games")
+    parser.add_argument("--random-opponent", type=float, default=2 / 3,
+                        help="share of the games in which the engine plays a random mover")
+    parser.add_argument("--odds", type=float, default=1.0,
+                        help="in those games, up to this share of the random side's pieces is taken off")
     parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--simulations", type=int, default=48, help="search budget of the scored agents")
     parser.add_argument("--random-games", type=int, default=1000, help="raw-policy games per colour vs random")
-    parser.add_argument("--match-games", type=int, default=40, help="games per opponent with search")
+    parser.add_argument("--match-games", type=int, default=40, help="games against minimax with search")
+    parser.add_argument("--ladder-openings", type=int, default=0,
+                        help="published ladder openings to play, each with both colours (0: all 100)")
     parser.add_argument("--tournament-games", type=int, default=10, help="games per pairing of the tournament")
     parser.add_argument("--selfplay-iterations", type=int, default=6, help="of each self-play run")
     parser.add_argument("--selfplay-games", type=int, default=128, help="self-play games per iteration")
@@ -86,7 +95,8 @@ def main(argv=None) -> int:
 
     stage("1. engine games", started)
     data_dir = os.path.join(args.out, "data")
-    generation = GenerationSettings(VARIANT, games=args.games, nodes=args.nodes, seed=args.seed)
+    generation = GenerationSettings(VARIANT, games=args.games, nodes=args.nodes, seed=args.seed,
+                                    random_opponent=args.random_opponent, odds=args.odds)
     generated = timed("generation", lambda: generate_games(data_dir, generation, workers=args.workers or None,
                                                            ray_address=args.ray_address))
 
@@ -134,7 +144,7 @@ def main(argv=None) -> int:
 
 
 def score(agent_path: str, args, raw_random: bool = True) -> dict:
-    """Raw policy against random (both colours) and the searching agent against minimax and the engine."""
+    """Raw policy against random (both colours); the searching agent against minimax and on the ladder."""
     result = {"random": {}, "matches": []}
     if raw_random:
         raw = AlphaZeroAgent.load(agent_path, simulations=0)
@@ -143,15 +153,18 @@ def score(agent_path: str, args, raw_random: bool = True) -> dict:
                                                     seed=1_000_000)
             print(result["random"][color], flush=True)
     agent = AlphaZeroAgent.load(agent_path, simulations=args.simulations)
-    opponents = [MinimaxAgent(depth=2, seed=1)] + [UCIEngineAgent(VARIANT, nodes=n) for n in ENGINE_LEVELS]
-    for opponent in opponents:
-        match = play_match(agent, opponent, VARIANT, games=args.match_games, seed=7, opening_plies=2,
-                           workers=1)
-        result["matches"].append((opponent.name, match.tally(agent.name)))
-        print(f"{os.path.basename(os.path.dirname(agent_path))} vs {opponent.name}: {match.tally(agent.name)}",
-              flush=True)
-        if hasattr(opponent, "close"):
-            opponent.close()
+    run = os.path.basename(os.path.dirname(agent_path))
+    minimax = MinimaxAgent(depth=2, seed=1)
+    match = play_match(agent, minimax, VARIANT, games=args.match_games, seed=7, opening_plies=2,
+                       workers=args.workers or os.cpu_count() or 1)
+    result["matches"].append((minimax.name, match.tally(agent.name)))
+    print(f"{run} vs {minimax.name}: {match.tally(agent.name)}", flush=True)
+    ladder = play_ladder(agent, VARIANT, ENGINE_LEVELS, openings=args.ladder_openings or None,
+                         workers=args.workers or os.cpu_count() or 1)
+    for level in ladder.levels:
+        result["matches"].append((level, ladder.tally(level)))
+        print(f"{run} vs {level}: {ladder.tally(level)}", flush=True)
+    result["ladder"] = ladder
     return result
 
 
@@ -176,19 +189,27 @@ def write_report(args, generated, seconds, metrics, tournament, scores, selfplay
     for label in ("pretrained", "scratch"):
         for name, t in selfplay[label]["matches"]:
             lo, hi = t.interval
-            comparison.append([f"self-play from {label}", name, t.games, f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]"])
+            comparison.append([f"self-play from {label}", name, t.games, f"{t.wins}-{t.draws}-{t.losses}",
+                               f"{t.score:.3f} [{lo:.3f}, {hi:.3f}]"])
+        e = selfplay[label]["ladder"].elo
+        comparison.append([f"self-play from {label}", "ladder Elo", e.games, "",
+                           f"{e.elo:+.0f} [{e.low:+.0f}, {e.high:+.0f}]"])
     write_csv(os.path.join(out, "matches.csv"), [
         {"player": label, "opponent": name, "games": t.games, "wins": t.wins, "draws": t.draws, "losses": t.losses,
          "score": t.score} for label, result in [("pretrained", scores)] + list(selfplay.items())
         for name, t in result["matches"]])
     stage_rows = [[name, f"{s / 60:.1f}"] for name, s in seconds.items()]
     per_worker = generated.get("positions_per_s_per_worker", 0.0)
+    random_games = round(args.games * args.random_opponent)
+    kinds = (f"about {args.games - random_games:,} self-play games and {random_games:,} against a uniformly "
+             "random mover (only the engine's moves are learnt there)" if args.random_opponent else "self-play games")
     text = f"""# Supervised learning on Gardner from Fairy-Stockfish's games
 
-{args.games:,} Fairy-Stockfish self-play games at {args.nodes} nodes a move from balanced random openings
-({generated['positions']:,} positions written in this session; {per_worker:,.0f} positions/s per worker), then
-{args.epochs} epochs of supervised training of the AlphaZero network (policy: the engine's move,
-cross-entropy over legal moves only; value: half game result, half engine score).
+{args.games:,} Fairy-Stockfish games at {args.nodes} nodes a move from balanced random openings: {kinds}
+({generated['positions']:,} positions, {generated.get('targets', generated['positions']):,} of them the engine's
+moves, written in this session; {per_worker:,.0f} positions/s per worker), then {args.epochs} epochs of
+supervised training of the AlphaZero network (policy: the engine's move, cross-entropy over legal moves only;
+value: half game result, half engine score).
 
 ## The pretrained network
 
@@ -204,9 +225,16 @@ Baselines under the same protocol:
 
 {baseline_table(baseline_rows)}
 
-With search ({args.simulations} simulations a move), colours alternating, two random opening plies, seed 7:
+With search ({args.simulations} simulations a move) against minimax at depth 2, colours alternating,
+two random opening plies, seed 7:
 
-{markdown_table(["opponent", "games", "W-D-L", "score [95% Wilson]"], match_rows(scores["matches"]))}
+{markdown_table(["opponent", "games", "W-D-L", "score [95% Wilson]"], match_rows(scores["matches"][:1]))}
+
+On the ladder (`agents.ladder`: Fairy-Stockfish at fixed node budgets, hash cleared every game; each of
+the {len(scores["ladder"].matches[0].games) // 2} published balanced openings played with both colours; the levels' Elo from the
+ladder's calibration, the agent's fitted against them):
+
+{ladder_table(scores["ladder"])}
 
 ## Checkpoint tournament (raw policies, {args.tournament_games} games a pairing)
 
@@ -219,9 +247,10 @@ Plot: `tournament_elo.png`; losses and agreement per epoch: `pretraining.png`, `
 Two AlphaZero self-play runs with experiments/alphazero_gardner.py's settings, {args.selfplay_iterations} iterations
 of {args.selfplay_games} games each (the same compute): one starts from the pretrained network, one from
 scratch. Training took {selfplay['pretrained']['train_seconds'] / 60:.1f} and
-{selfplay['scratch']['train_seconds'] / 60:.1f} min. Both search with {args.simulations} simulations:
+{selfplay['scratch']['train_seconds'] / 60:.1f} min. Both search with {args.simulations} simulations
+(minimax as above; Fairy-Stockfish levels on the ladder):
 
-{markdown_table(["run", "opponent", "games", "score [95% Wilson]"], comparison)}
+{markdown_table(["run", "opponent", "games", "W-D-L", "score [95% Wilson] / Elo"], comparison)}
 
 ## Time
 

@@ -2,7 +2,8 @@
 
 A shard stores whole games, not positions: each game's start FEN, the action
 index of every move played, the engine's score of every position (from the
-side to move; centipawns or mate distance) and the result. Positions and
+side to move; centipawns or mate distance), the result and, optionally, which
+moves are training targets (the engine's, in a game against a random mover). Positions and
 observations are rebuilt by replaying the moves through the C engine, which
 is faster than parsing a FEN per position and over 10x smaller on disk
 (about 3 bytes a position on Gardner; ``benchmarks/bench_dataset.py``
@@ -79,14 +80,20 @@ class ShardWriter:
         self._games: list[tuple[str, np.ndarray, np.ndarray, int]] = []
         self._next = len(list_shards(directory))
 
-    def add_game(self, root_fen: str, actions: Sequence[int], scores: Sequence[int], result: str) -> None:
-        """Add one game: start FEN, action index per ply, stored score per ply, PGN result."""
-        if len(actions) != len(scores):
-            raise ValueError(f"{len(actions)} actions but {len(scores)} scores")
+    def add_game(self, root_fen: str, actions: Sequence[int], scores: Sequence[int], result: str,
+                 targets: Sequence[bool] | None = None) -> None:
+        """Add one game: start FEN, action index per ply, stored score per ply, PGN result.
+
+        :param targets: per ply, whether the position is a training example
+            (default: all); the others are replayed but never trained on.
+        """
+        if len(actions) != len(scores) or (targets is not None and len(targets) != len(actions)):
+            raise ValueError(f"{len(actions)} actions but {len(scores)} scores"
+                             + ("" if targets is None else f" and {len(targets)} targets"))
         if result not in RESULT_CODES:
             raise ValueError(f"result must be one of {', '.join(RESULT_CODES)}, not {result!r}")
-        self._games.append((root_fen, np.asarray(actions, np.uint16), np.asarray(scores, np.int16),
-                            RESULT_CODES[result]))
+        game = (root_fen, np.asarray(actions, np.uint16), np.asarray(scores, np.int16), RESULT_CODES[result])
+        self._games.append(game if targets is None else game + (np.asarray(targets, bool),))
         if len(self._games) >= self.games_per_shard:
             self.flush()
 
@@ -111,8 +118,13 @@ class ShardWriter:
             self.close()
 
 
-def write_shard(path: str, variant: Variant, games: Sequence[tuple[str, np.ndarray, np.ndarray, int]]) -> str:
-    """Write ``games`` (root FEN, actions, scores, result code) as one shard and list it in the manifest."""
+def write_shard(path: str, variant: Variant, games: Sequence[tuple]) -> str:
+    """Write ``games`` as one shard and list it in the manifest.
+
+    Each game is ``(root FEN, actions, scores, result code)``, optionally with
+    a fifth item, a bool per ply: which positions are training examples. The
+    manifest's ``positions`` counts plies, ``targets`` the training examples.
+    """
     offsets = np.zeros(len(games) + 1, np.int64)
     offsets[1:] = np.cumsum([len(g[1]) for g in games])
     arrays = {
@@ -122,6 +134,9 @@ def write_shard(path: str, variant: Variant, games: Sequence[tuple[str, np.ndarr
         "scores": np.concatenate([g[2] for g in games]) if games else np.zeros(0, np.int16),
         "results": np.array([g[3] for g in games], np.int8),
     }
+    if any(len(g) > 4 for g in games):
+        arrays["targets"] = np.concatenate([np.asarray(g[4], bool) if len(g) > 4 else np.ones(len(g[1]), bool)
+                                            for g in games]).astype(np.uint8)
     directory = os.path.dirname(path) or "."
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
@@ -130,7 +145,9 @@ def write_shard(path: str, variant: Variant, games: Sequence[tuple[str, np.ndarr
         os.fsync(f.fileno())
     os.replace(tmp, path)
     entry = {"format": FORMAT, "file": os.path.basename(path), "variant": variant.name,
-             "games": len(games), "positions": int(offsets[-1]), "sha256": sha256(path)}
+             "games": len(games), "positions": int(offsets[-1]),
+             "targets": int(arrays["targets"].sum()) if "targets" in arrays else int(offsets[-1]),
+             "sha256": sha256(path)}
     with open(os.path.join(directory, MANIFEST), "a") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()
@@ -176,6 +193,7 @@ class Shard(NamedTuple):
     actions: np.ndarray
     scores: np.ndarray
     results: np.ndarray
+    targets: np.ndarray  #: bool per ply: a training example
 
     @property
     def num_games(self) -> int:
@@ -194,6 +212,7 @@ def read_shard(directory: str, entry: dict, variant: Variant) -> Shard:
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in ("offsets", "root_fens", "actions", "scores", "results")}
+            targets = z["targets"] if "targets" in z.files else np.ones(arrays["actions"].size, np.uint8)
     except (OSError, ValueError, KeyError, zlib.error) as exc:
         raise DatasetError(f"{path} is not a readable shard: {exc}") from None
     offsets, actions = arrays["offsets"], arrays["actions"]
@@ -202,9 +221,9 @@ def read_shard(directory: str, entry: dict, variant: Variant) -> Shard:
     n = arrays["results"].size
     if (offsets.shape != (n + 1,) or len(root_fens) != n or offsets[0] != 0 or np.any(np.diff(offsets) < 0)
             or offsets[-1] != actions.size or arrays["scores"].size != actions.size
-            or np.any(actions >= variant.num_actions)):
+            or targets.shape != actions.shape or np.any(actions >= variant.num_actions)):
         raise DatasetError(f"{path} has inconsistent arrays")
-    return Shard(offsets, root_fens, actions, arrays["scores"], arrays["results"])
+    return Shard(offsets, root_fens, actions, arrays["scores"], arrays["results"], targets.astype(bool))
 
 
 class Batch(NamedTuple):
@@ -247,7 +266,8 @@ class GameDataset:
 
     @property
     def num_positions(self) -> int:
-        return sum(e["positions"] for e in self.entries)
+        """Training examples (all positions, but those of a random mover)."""
+        return sum(e.get("targets", e["positions"]) for e in self.entries)
 
     def _in_split(self, entry: dict, count: int, split: str) -> np.ndarray:
         key = int.from_bytes(hashlib.sha256(entry["file"].encode()).digest()[:4], "little")
@@ -272,6 +292,7 @@ class GameDataset:
         Shards are visited in a seeded order and positions are shuffled within
         a buffer of ``shuffle_games`` games, so memory stays flat however
         large the dataset is. Games with result ``*`` give result target 0.
+        Only a shard's training examples are yielded (see :meth:`ShardWriter.add_game`).
         """
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self.entries)) if split == "train" else range(len(self.entries))
@@ -324,7 +345,9 @@ class GameDataset:
         results = np.where(mover_is_white, white_result, -white_result).astype(np.float32) + 0.0  # no -0.0
         observations = np.stack(observations) if observations else np.zeros(
             (0, *position.observation(self.history, self.last_move).shape), np.float32)
-        return observations, masks, actions, results, score_to_value(shard.scores[a:b], score_scale)
+        keep = shard.targets[a:b]
+        return observations[keep], masks[keep], actions[keep], results[keep], score_to_value(
+            shard.scores[a:b], score_scale)[keep]
 
 
 def import_pgn(source, directory: str, variant: str | Variant | None = None, games_per_shard: int = 1000,
