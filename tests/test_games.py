@@ -14,7 +14,8 @@ import pytest
 
 from minichess_envs import Position
 from minichess_envs.dataset import (
-    MANIFEST, MATE_SCORE, DatasetError, GameDataset, ShardWriter, list_shards, score_to_int, score_to_value,
+    MANIFEST, MATE_SCORE, DatasetError, GameDataset, ShardWriter, list_shards, read_shard, score_to_int,
+    score_to_value,
 )
 
 
@@ -190,3 +191,68 @@ def test_pgn_files_import_into_a_dataset(tmp_path):
         for action in actions:
             replay.push_action(int(action))
         assert replay.fen() == played.fen() and result == played.result() and not np.any(scores)
+
+
+def test_positions_that_are_not_targets_are_replayed_but_never_batched(tmp_path):
+    games = random_games("gardner", 12, seed=5)
+    rng = np.random.default_rng(0)
+    targets = [rng.random(len(g[1])) < 0.5 for g in games]
+    with ShardWriter(str(tmp_path), "gardner", games_per_shard=5) as writer:
+        for game, chosen in zip(games, targets):
+            writer.add_game(*game, targets=chosen)
+    data = GameDataset(str(tmp_path), validation=0.0)
+    assert data.num_positions == sum(int(t.sum()) for t in targets)
+    assert sum(e["positions"] for e in list_shards(str(tmp_path))) == sum(len(g[1]) for g in games)
+    expected = []  # (observation, action) of every target position, by replaying the games ourselves
+    for (fen, actions, _, _), chosen in zip(games, targets):
+        position = Position("gardner", fen)
+        for action, keep in zip(actions, chosen):
+            if keep:
+                expected.append((position.observation(1, True).tobytes(), int(action)))
+            position.push_action(int(action))
+    batched = [(o.tobytes(), int(a)) for b in data.batches(16, split="train", shuffle_games=3)
+               for o, a in zip(b.observations, b.actions)]
+    assert sorted(batched) == sorted(expected)
+    with pytest.raises(ValueError, match="targets"):
+        ShardWriter(str(tmp_path / "bad"), "gardner").add_game(*games[0], targets=[True])
+
+
+def test_removing_pieces_gives_material_odds_to_one_side_only():
+    from agents.games import remove_pieces
+
+    rng = np.random.default_rng(3)
+    start = Position("gardner")
+    for color, ours in ((0, str.isupper), (1, str.islower)):
+        assert remove_pieces(start, color, 0.0, rng).fen() == start.fen()
+        bare = remove_pieces(start, color, 1.0, rng)
+        pieces = "".join(bare.piece_map().values())
+        assert sorted(p for p in pieces if ours(p)) == ["K" if color == 0 else "k"]
+        assert sorted(p for p in pieces if not ours(p)) == sorted(p for p in start.piece_map().values() if not ours(p))
+        assert bare.outcome() is None and len(bare.legal_actions())
+    some = remove_pieces(Position("chess"), 1, 0.5, rng)
+    black = [p for p in some.piece_map().values() if p.islower()]
+    assert "k" in black and 1 <= len(black) < 16 and some.fen().split()[2] == "-"  # no castling without its rook
+    from agents.games import GenerationSettings
+
+    for bad in ({"random_opponent": 1.5}, {"odds": -0.1}):
+        with pytest.raises(ValueError, match="shares in"):
+            GenerationSettings("gardner", **bad)
+
+
+@needs_engine
+def test_games_against_a_random_mover_learn_only_the_engines_moves(tmp_path):
+    from agents.games import GenerationSettings, generate_games
+
+    settings = GenerationSettings("gardner", games=4, nodes=10, opening_plies=2, ply_limit=30, random_opponent=1.0,
+                                  odds=1.0, seed=4)
+    summary = generate_games(str(tmp_path), settings, workers=1, progress=False)
+    data = GameDataset(str(tmp_path), validation=0.0)
+    shard = read_shard(str(tmp_path), list_shards(str(tmp_path))[0], data.variant)
+    assert summary["targets"] == data.num_positions == int(shard.targets.sum()) < summary["positions"]
+    for g, (fen, actions, scores, _) in enumerate(data.games()):
+        flags = shard.targets[shard.offsets[g]:shard.offsets[g + 1]]
+        assert len(set(flags[0::2])) == len(set(flags[1::2])) == 1 and flags[0] != flags[1]  # one random side
+        assert not np.any(scores[~flags])  # the random mover has no engine score
+        position = Position("gardner", fen)
+        for action in actions:
+            position.push_action(int(action))  # every move is legal
