@@ -31,6 +31,7 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search  # 
 from agents.alphazero.selfplay import play_games  # noqa: E402
 from agents.alphazero.train import Config, make_net  # noqa: E402
 from minichess_envs import Position  # noqa: E402
+from minichess_envs.positions import random_walk_positions  # noqa: E402
 
 NETS = {  # as in experiments/alphazero_3x3.py and experiments/alphazero_gardner.py
     "3x3": dict(blocks=3, channels=64, policy_channels=32),
@@ -41,16 +42,7 @@ OPENSPIEL_STATES_PER_S = 55  # OpenSpiel's Python AlphaZero, as reported (50-60)
 
 def positions_for(variant: str, count: int, rng: np.random.Generator) -> list[Position]:
     """Start positions with a few random plies, so the searches differ."""
-    out = []
-    while len(out) < count:
-        pos = Position(variant)
-        for _ in range(int(rng.integers(0, 6))):
-            if pos.is_game_over():
-                break
-            pos.push_action(int(rng.choice(pos.legal_actions())))
-        if not pos.is_game_over():
-            out.append(pos)
-    return out
+    return random_walk_positions(variant, count, rng, max_plies=6)
 
 
 def search_speed(variant: str, trees: int, leaves: int, simulations: int, seconds: float) -> dict:

@@ -38,19 +38,12 @@ from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.mcts import search_positions  # noqa: E402
 from agents.arena import close_agents, play_match  # noqa: E402
 from minichess_envs import Position  # noqa: E402
+from minichess_envs.positions import random_walk_positions  # noqa: E402
 
 
 def random_positions(count: int, plies: tuple[int, int], rng: np.random.Generator) -> list[Position]:
-    out = []
-    while len(out) < count:
-        pos = Position("gardner")
-        for _ in range(int(rng.integers(*plies))):
-            if pos.is_game_over():
-                break
-            pos.push_action(int(rng.choice(pos.legal_actions())))
-        if not pos.is_game_over():
-            out.append(pos)
-    return out
+    """Gardner positions after ``plies[0]`` to ``plies[1] - 1`` random moves."""
+    return random_walk_positions("gardner", count, rng, max_plies=plies[1], min_plies=plies[0])
 
 
 def with_root(base: AlphaZeroAgent, root: str, simulations: int) -> AlphaZeroAgent:

@@ -252,3 +252,21 @@ def random_position(variant: str | Variant = "3x3", rng: np.random.Generator | N
         raise ValueError(f"{v.name} has no non-terminal position with armies {white} / {black.lower()}")
     pieces, turn = _legal_positions(v, white, black)[int(indices[rng.integers(len(indices))])]
     return make_position(v, pieces, turn)
+
+
+def random_walk_positions(variant: str | Variant, count: int, rng: np.random.Generator,
+                          max_plies: int = 6, min_plies: int = 0) -> list[Position]:
+    """``count`` non-terminal positions, each reached from the start by a walk of ``min_plies`` to
+    ``max_plies - 1`` uniformly random legal moves (the walk's length drawn uniformly); a walk that ends
+    the game is dropped and drawn again."""
+    v = get_variant(variant)
+    out = []
+    while len(out) < count:
+        position = Position(v)
+        for _ in range(int(rng.integers(min_plies, max_plies))):
+            if position.is_game_over():
+                break
+            position.push_action(int(rng.choice(position.legal_actions())))
+        if not position.is_game_over():
+            out.append(position)
+    return out

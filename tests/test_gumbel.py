@@ -17,6 +17,7 @@ from agents.alphazero.mcts import SearchConfig, UniformEvaluator, search_positio
 from agents.alphazero.train import train, write_agent  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
+from minichess_envs.positions import random_walk_positions  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_alphazero import mates_in, tiny_config  # noqa: E402
@@ -104,17 +105,7 @@ def test_gumbel_root_visits_follow_sequential_halving():
 
 
 def random_positions(count: int, seed: int) -> list[Position]:
-    rng = np.random.default_rng(seed)
-    out = []
-    while len(out) < count:
-        pos = Position("gardner")
-        for _ in range(int(rng.integers(0, 30))):
-            if pos.is_game_over():
-                break
-            pos.push_action(int(rng.choice(pos.legal_actions())))
-        if not pos.is_game_over():
-            out.append(pos)
-    return out
+    return random_walk_positions("gardner", count, np.random.default_rng(seed), max_plies=30)
 
 
 class HashEvaluator:

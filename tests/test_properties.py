@@ -102,3 +102,19 @@ def test_push_pop_restores_everything(variant):
         pos.push_code(code)
         assert pos.pop() is not None
         assert (pos.fen(), pos.zobrist_hash, pos.repetitions, pos.outcome_code()) == before
+
+
+def test_random_walk_positions_are_live_walks_of_the_asked_lengths():
+    from minichess_envs.positions import random_walk_positions
+
+    positions = random_walk_positions("gardner", 50, np.random.default_rng(1), max_plies=9, min_plies=3)
+    assert len(positions) == 50
+    for position in positions:
+        assert not position.is_game_over() and 3 <= position.ply <= 8
+        replay = Position("gardner")  # every walk is legal from the start
+        for move in position.move_stack:
+            assert move in replay.legal_moves
+            replay.push(move)
+        assert replay.fen() == position.fen()
+    again = random_walk_positions("gardner", 50, np.random.default_rng(1), max_plies=9, min_plies=3)
+    assert [p.fen() for p in again] == [p.fen() for p in positions]
