@@ -24,7 +24,7 @@ from agents.alphazero.generic_search import run_game_search
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples
-from agents.alphazero.train import checkpoint_tensors, progress_text, train_steps
+from agents.alphazero.train import run_result, save_iteration, train_steps
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from agents.weights import load_network, save_network
@@ -270,17 +270,11 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
                 row["eval_s"] = time.perf_counter() - t2
-            run.state.iteration = iteration
-            run.state.env_steps += len(samples)
-            tensors = checkpoint_tensors(net, optimizer, buffer, rng)
-            run.save(row, tensors)
-            progress.update(iteration, progress_text(row))
+            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng)
     finally:
         progress.close()
         run.close()
-    if tensors is None:  # nothing left to run: the saved state
-        return load_checkpoint(config.run_dir)
-    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+    return run_result(run, tensors, load_checkpoint)
 
 
 class BoardGameAlphaZeroAgent(Agent):

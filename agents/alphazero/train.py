@@ -186,6 +186,25 @@ def checkpoint_tensors(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, rng
             "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
 
 
+def save_iteration(run: Run, progress, row: dict, samples: int, net, optimizer, buffer: ReplayBuffer,
+                   rng: np.random.Generator) -> dict:
+    """End a self-play iteration: counters, checkpoint, metrics and progress bar; returns the checkpoint's tensors."""
+    run.state.iteration = row["iteration"]
+    run.state.env_steps += samples
+    tensors = checkpoint_tensors(net, optimizer, buffer, rng)
+    run.save(row, tensors)
+    progress.update(row["iteration"], progress_text(row))
+    return tensors
+
+
+def run_result(run: Run, tensors: dict | None, load: Callable[[str], dict]) -> dict:
+    """What a self-play loop returns: its last checkpoint's state (read back with ``load`` if nothing was
+    left to run)."""
+    if tensors is None:
+        return load(run.run_dir)
+    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+
+
 def progress_text(row: dict) -> str:
     """An iteration's losses, speed and scores for the progress bar."""
     return (f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, {row['positions_per_s']:.0f} pos/s"
@@ -262,19 +281,13 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 t2 = time.perf_counter()
                 row.update(evaluate(net, encoding, iteration))
                 row["eval_s"] = time.perf_counter() - t2
-            run.state.iteration = iteration
-            run.state.env_steps += len(samples)
-            tensors = checkpoint_tensors(net, optimizer, buffer, rng)
-            run.save(row, tensors)
-            progress.update(iteration, progress_text(row))
+            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng)
     finally:
         progress.close()
         run.close()
         if workers is not None:
             workers.stop()
-    if tensors is None:  # nothing left to run: the saved state
-        return load_checkpoint(config.run_dir)
-    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+    return run_result(run, tensors, load_checkpoint)
 
 
 # -- Ray: self-play in actors -------------------------------------------------------
