@@ -65,13 +65,17 @@ class RandomMatch:
 
 
 def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str = "white", seed: int = 0,
-                  batch: int = 250, ply_limit: int | None = None) -> RandomMatch:
+                  batch: int = 250, ply_limit: int | None = None, visited: list | None = None) -> RandomMatch:
     """Play ``games`` games of ``agent`` (as ``color``) against the environments' random player.
 
     Each game is the single-agent env's episode (:class:`~minichess_envs.env.Duel`),
     game ``i`` seeded ``seed + i``; ``batch`` games run together and the agent
     sees them in one ``act_batch`` call per ply when it has one. A game that
     reaches the ply limit is a draw (also counted in ``truncated``).
+
+    :param visited: if given, each finished game appends ``(fens, reward)`` to
+        it: the FENs of the positions the agent moved in, in order, and the
+        game's reward for the agent (+1, 0 or -1).
     """
     if color not in ("white", "black"):
         raise ValueError(f"color must be 'white' or 'black', not {color!r}")
@@ -92,8 +96,12 @@ def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str
         if hasattr(player, "reset"):
             player.reset(seed + first)
         live = list(range(len(duels)))
+        seen = [[] for _ in duels]
         while live:
             positions = [duels[i].position for i in live]
+            if visited is not None:
+                for i, position in zip(live, positions):
+                    seen[i].append(position.fen())
             actions = choose_actions(player, positions, encoding, name=name)
             still = []
             for i, position, action in zip(live, positions, actions):
@@ -101,6 +109,8 @@ def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str
                 if not (terminated or truncated_now):
                     still.append(i)
                     continue
+                if visited is not None:
+                    visited.append((seen[i], 0 if truncated_now else int(np.sign(reward))))
                 plies.append(position.ply)
                 if truncated_now:
                     draws += 1

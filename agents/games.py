@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 
 from agents.uci import UCIEngineAgent, find_engine
-from minichess_envs.dataset import ShardWriter, list_shards, score_to_int, write_shard
+from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
 
@@ -165,6 +165,10 @@ def close_engines() -> None:
         _ENGINE.popitem()[1].close()
 
 
+def _engine_name(settings: GenerationSettings) -> str:
+    return settings.engine or ("stockfish" if get_variant(settings.variant).name == "chess" else "fairy-stockfish")
+
+
 def _engine_for(settings: GenerationSettings) -> UCIEngineAgent:
     key = (settings.variant, settings.engine, settings.nodes, settings.depth)
     if key not in _ENGINE:
@@ -195,8 +199,7 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     moves) written now, seconds, and games/s and positions/s per worker.
     """
     variant = get_variant(settings.variant)
-    engine_name = settings.engine or ("stockfish" if variant.name == "chess" else "fairy-stockfish")
-    find_engine(engine_name)  # a missing binary fails here, with how to install it
+    find_engine(_engine_name(settings))  # a missing binary fails here, with how to install it
     os.makedirs(directory, exist_ok=True)
     ShardWriter(directory, variant)  # removes half-written shards of a killed run
     done = {e["file"] for e in list_shards(directory)}
@@ -204,7 +207,7 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     start, games, positions, targets = time.perf_counter(), 0, 0, 0
     bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
-    for chunk, played in _run_chunks(settings, todo, workers, ray_address):
+    for chunk, played in _run_jobs(play_chunk, [(settings, c) for c in todo], workers, ray_address):
         write_shard(os.path.join(directory, chunk_file(chunk)), variant,
                     [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r, np.asarray(t, bool))
                      for fen, a, s, r, t in _coded(played)])
@@ -223,9 +226,59 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
             "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0}
 
 
-def _coded(played):
-    from minichess_envs.dataset import RESULT_CODES
+def label_chunk(settings: GenerationSettings, chunk: int, fens: list[str]) -> tuple[int, list]:
+    """The engine's ``(action, score)`` for each of ``fens`` (one chunk of :func:`label_positions`)."""
+    engine = _engine_for(settings)
+    engine.reset()
+    labels = []
+    for fen in fens:
+        position = Position(settings.variant, fen)
+        result = engine.search(position)
+        labels.append((position.move_to_action(result.move), score_to_int(result.cp, result.mate)))
+    return chunk, labels
 
+
+def label_positions(directory: str, fens: list[str], results: list[str], settings: GenerationSettings,
+                    prefix: str, workers: int | None = None, ray_address: str | None = None,
+                    progress: bool = True) -> dict:
+    """Label each position of ``fens`` with the engine's move and score, into ``directory`` as one-ply games.
+
+    DAgger's labelling step (Ross, Gordon and Bagnell, AISTATS 2011): the positions are those a learnt
+    policy reached, the labels the expert's. ``results[i]`` is the PGN result of the game that went through
+    ``fens[i]`` (the one-ply game's result, for the value target). Positions are labelled in chunks of
+    ``settings.games_per_chunk``, each written whole as the shard ``{prefix}-NNNNNN.npz``; chunks already
+    listed are skipped, so a call repeated with the same positions after an interruption completes the
+    set with nothing lost or duplicated. Returns the positions labelled now and the seconds taken.
+    """
+    if len(fens) != len(results):
+        raise ValueError(f"{len(fens)} positions but {len(results)} results")
+    variant = get_variant(settings.variant)
+    find_engine(_engine_name(settings))
+    os.makedirs(directory, exist_ok=True)
+    ShardWriter(directory, variant)  # removes half-written shards of a killed run
+    size = settings.games_per_chunk
+    name = f"{prefix}-{{:06d}}.npz".format
+    done = {e["file"] for e in list_shards(directory)}
+    todo = [c for c in range(-(-len(fens) // size)) if name(c) not in done]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    jobs = [(settings, c, fens[c * size:(c + 1) * size]) for c in todo]
+    start, labelled = time.perf_counter(), 0
+    bar = _progress_bar(len(fens), len(fens) - sum(len(j[2]) for j in jobs), progress, "positions", "engine labels")
+    for chunk, labels in _run_jobs(label_chunk, jobs, workers, ray_address):
+        first = chunk * size
+        games = [(fen, np.array([action], np.uint16), np.array([score], np.int16), RESULT_CODES[result])
+                 for fen, result, (action, score) in zip(fens[first:first + size], results[first:first + size],
+                                                         labels)]
+        write_shard(os.path.join(directory, name(chunk)), variant, games)
+        labelled += len(labels)
+        if bar is not None:
+            bar.update(len(labels))
+    if bar is not None:
+        bar.close()
+    return {"positions": labelled, "seconds": time.perf_counter() - start, "workers": workers}
+
+
+def _coded(played):
     for fen, actions, scores, result, targets in played:
         yield fen, actions, scores, RESULT_CODES[result], targets
 
@@ -234,16 +287,17 @@ def _games_in(chunks: list[int], settings: GenerationSettings) -> int:
     return sum(min(settings.games_per_chunk, settings.games - c * settings.games_per_chunk) for c in chunks)
 
 
-def _run_chunks(settings: GenerationSettings, todo: list[int], workers: int,
-                ray_address: str | None) -> Iterator[tuple[int, list]]:
-    if not todo:
+def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None) -> Iterator:
+    """``job(*a)`` for each ``a`` of ``arguments``: in this process, on ``workers`` local processes or as Ray
+    tasks; results in the order they finish."""
+    if not arguments:
         return
     if ray_address is not None:
-        yield from _run_chunks_ray(settings, todo, ray_address)
+        yield from _run_jobs_ray(job, arguments, ray_address)
     elif workers == 1:
         try:
-            for chunk in todo:
-                yield play_chunk(settings, chunk)
+            for a in arguments:
+                yield job(*a)
         finally:
             close_engines()
     else:
@@ -252,27 +306,27 @@ def _run_chunks(settings: GenerationSettings, todo: list[int], workers: int,
 
         context = multiprocessing.get_context("spawn")  # engines are subprocesses: no fork of their pipes
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = [pool.submit(play_chunk, settings, chunk) for chunk in todo]
+            futures = [pool.submit(job, *a) for a in arguments]
             for future in concurrent.futures.as_completed(futures):
                 yield future.result()
 
 
-def _run_chunks_ray(settings: GenerationSettings, todo: list[int], address: str) -> Iterator[tuple[int, list]]:
+def _run_jobs_ray(job, arguments: list[tuple], address: str) -> Iterator:
     import ray
 
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(max_retries=3)(play_chunk)  # a lost worker's chunk is played again
-    pending = [remote.remote(settings, chunk) for chunk in todo]
+    remote = ray.remote(max_retries=3)(job)  # a lost worker's job runs again
+    pending = [remote.remote(*a) for a in arguments]
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         yield ray.get(ready[0])
 
 
-def _progress_bar(total: int, initial: int, enabled: bool):
+def _progress_bar(total: int, initial: int, enabled: bool, unit: str = "game", desc: str = "engine games"):
     if not enabled:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, initial=initial, unit="game", desc="engine games", smoothing=0.1)
+    return tqdm(total=total, initial=initial, unit=unit, desc=desc, smoothing=0.1)

@@ -204,3 +204,67 @@ def write_pretraining_files(out: str, metrics: list[dict], title: str) -> None:
                "validation top-1 agreement": [m["validation_top1"] for m in metrics]},
               "epoch", "loss / agreement", title)
     write_csv(os.path.join(out, "pretraining.csv"), metrics)
+
+
+def raw_policy(agent_dir: str, settings: SupervisedSettings):
+    """The saved network's policy alone: its most probable legal move, no search."""
+    if settings.network == "ppo":
+        from agents.ppo.agent import PPOAgent
+
+        return PPOAgent.load(agent_dir, sample=False)
+    return AlphaZeroAgent.load(agent_dir, simulations=0)
+
+
+def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int = 1000, nodes: int = 100,
+           seed: int = 0, workers: int | None = None, ray_address: str | None = None,
+           verbose: bool = True) -> list[dict]:
+    """DAgger rounds (Ross, Gordon and Bagnell, AISTATS 2011) after a finished :func:`train_supervised` run.
+
+    In round ``k`` the run's raw policy plays ``games`` games with each colour against the random player
+    (game ``i`` seeded ``2_000_000 * k + i``); the engine at ``nodes`` labels every position the policy
+    moved in (:func:`agents.games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``); then
+    training goes on for one more epoch over all the data, so the policy learns the expert's move where its
+    own play leads (against a weak defender: the mates it misses and the stalemates it walks into).
+
+    Resumable: each round's games are played by the kept agent of the epoch before it, so a replay after an
+    interruption meets the same positions, and only the chunks not yet labelled go to the engine. Returns, per round, the
+    policy's win, draw and loss counts by colour in those games (before that round's training) and the
+    positions labelled; also written to ``dagger.json`` in ``run_dir``.
+    """
+    from agents.evaluation import versus_random
+    from agents.games import GenerationSettings, label_positions
+    from agents.runs import read_json, read_state, write_json
+
+    if rounds < 0 or games < 1:
+        raise ValueError(f"rounds must be >= 0 and games >= 1, not {rounds} and {games}")
+    trained = read_state(os.path.join(run_dir, "checkpoint")).iteration
+    if trained < settings.epochs:
+        raise ValueError(f"{run_dir} has trained {trained} of its {settings.epochs} epochs: finish it first")
+    summary_path = os.path.join(run_dir, "dagger.json")
+    summaries = read_json(summary_path) if os.path.exists(summary_path) else []
+    variant = GameDataset(settings.data).variant.name
+    for k in range(len(summaries) + 1, rounds + 1):
+        # the policy before round k: the agent of epoch settings.epochs + k - 1 (kept, so a replay is exact)
+        policy = raw_policy(os.path.join(run_dir, "agents", f"epoch-{settings.epochs + k - 1:03d}"), settings)
+        fens, results, row = [], [], {"round": k}
+        for color in ("white", "black"):
+            visited: list = []
+            match = versus_random(policy, variant, games=games, color=color, seed=2_000_000 * k, visited=visited)
+            row[color] = {"wins": match.wins, "draws": match.draws, "losses": match.losses}
+            for game_fens, reward in visited:
+                white_reward = reward if color == "white" else -reward
+                result = {1: "1-0", -1: "0-1", 0: "1/2-1/2"}[white_reward]
+                fens += game_fens
+                results += [result] * len(game_fens)
+        if verbose:
+            print(f"DAgger round {k}: the raw policy against random, as White {row['white']}, as Black "
+                  f"{row['black']}; {len(fens):,} positions to label", flush=True)
+        labelling = GenerationSettings(variant, games=max(1, len(fens)), nodes=nodes, games_per_chunk=200, seed=seed)
+        label_positions(settings.data, fens, results, labelling, prefix=f"dagger-r{k}", workers=workers,
+                        ray_address=ray_address, progress=verbose)
+        row["positions"] = len(fens)
+        train_supervised(run_dir, dataclasses.replace(settings, epochs=settings.epochs + k), resume=True,
+                         verbose=verbose)
+        summaries.append(row)
+        write_json(summary_path, summaries)
+    return summaries

@@ -44,6 +44,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sample-reuse", type=float, default=8.0, help="training samples drawn per new sample")
     parser.add_argument("--value-target-q", type=float, default=0.5,
                         help="weight of the search's value in the value target (the rest: the game's result)")
+    parser.add_argument("--policy-target-power", type=float, default=1.0,
+                        help="policy target in proportion to visits ** this (2: sharper, as Tic-Tac-Toe's default)")
     parser.add_argument("--eval-simulations", type=int, default=400, help="simulations per judged move")
     parser.add_argument("--sample", type=int, default=500, help="solver-judged positions")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour against alpha-beta")
@@ -72,7 +74,8 @@ def main(argv=None) -> int:
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000, batch_size=256,
-        sample_reuse=args.sample_reuse, value_target_q=args.value_target_q, learning_rate=2e-3,
+        sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
+        policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads)
 
     def evaluate(net, iteration):

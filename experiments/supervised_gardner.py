@@ -8,7 +8,9 @@
    share of the games (``--random-opponent``) it plays a random mover instead, so the data shows how to
    finish off a weak defender (only the engine's moves are learnt).
 2. The AlphaZero network (experiments/alphazero_gardner.py's shape) learns the engine's moves and the
-   results (``agents.supervised``), one checkpoint per epoch.
+   results (``agents.supervised``), one checkpoint per epoch; then ``--dagger-rounds`` of DAgger: the raw
+   policy plays random, the engine labels the positions it met, one more epoch each (the stalemates a policy
+   learnt from balanced games walks into are where its own play leads, not where the engine's does).
 3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.tournament``).
 4. The pretrained network is scored: raw policy against random (both colours), agreement with the
    engine on held-out games, and with search against minimax and on the ladder (``agents.ladder``:
@@ -41,7 +43,7 @@ from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
-from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
+from agents.supervised import SupervisedSettings, dagger, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
 
 VARIANT = "gardner"
@@ -58,6 +60,9 @@ def parse(argv):
                         help="in those games, up to this share of the random side's pieces is taken off")
     parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--dagger-rounds", type=int, default=4,
+                        help="DAgger rounds after pretraining: the policy plays, the engine labels, one more epoch")
+    parser.add_argument("--dagger-games", type=int, default=1000, help="raw-policy games per colour in a round")
     parser.add_argument("--simulations", type=int, default=48, help="search budget of the scored agents")
     parser.add_argument("--random-games", type=int, default=1000, help="raw-policy games per colour vs random")
     parser.add_argument("--match-games", type=int, default=40, help="games against minimax with search")
@@ -111,6 +116,13 @@ def main(argv=None) -> int:
     pretrain_dir = os.path.join(args.out, "pretrain")
     timed("pretraining", lambda: train_supervised(pretrain_dir, settings, resume=os.path.exists(
         os.path.join(pretrain_dir, "checkpoint"))))
+    if args.dagger_rounds:
+        stage("2b. DAgger", started)
+        rounds = timed("dagger", lambda: dagger(pretrain_dir, settings, args.dagger_rounds, games=args.dagger_games,
+                                                nodes=args.nodes, seed=args.seed, workers=args.workers or None,
+                                                ray_address=args.ray_address))
+    else:
+        rounds = []
     pretrain_metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
 
     stage("3. checkpoint tournament", started)
@@ -137,7 +149,7 @@ def main(argv=None) -> int:
         selfplay[label]["train_seconds"] = state["metrics"][-1]["elapsed_s"]
 
     baseline_rows = baselines(VARIANT, games=args.random_games, seed=1_000_000)
-    write_report(args, generated, seconds, pretrain_metrics, tournament, scores, selfplay, baseline_rows,
+    write_report(args, generated, seconds, pretrain_metrics, rounds, tournament, scores, selfplay, baseline_rows,
                  time.perf_counter() - started, machine_text(started_machine))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
@@ -176,10 +188,29 @@ def match_rows(matches) -> list[list]:
     return rows
 
 
-def write_report(args, generated, seconds, metrics, tournament, scores, selfplay, baseline_rows, wall, measured_on):
+def write_report(args, generated, seconds, metrics, rounds, tournament, scores, selfplay, baseline_rows, wall,
+                 measured_on):
     out = args.out
     write_pretraining_files(out, metrics, "Gardner: learning Fairy-Stockfish's moves")
     last = metrics[-1]
+    before = metrics[args.epochs - 1]
+    dagger_text = ""
+    if rounds:
+        dagger_rows = [[r["round"], *(f"{r[c]['wins']}-{r[c]['draws']}-{r[c]['losses']}" for c in ("white", "black")),
+                        f"{r['positions']:,}", f"{metrics[args.epochs - 1 + r['round']]['validation_top1']:.3f}"]
+                       for r in rounds]
+        dagger_text = f"""
+Then {len(rounds)} DAgger round{"s" if len(rounds) != 1 else ""} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
+policy plays {args.dagger_games:,} games a colour against random (seeds 2,000,000 x round + i, apart from the
+scoring games below), Fairy-Stockfish at {args.nodes} nodes labels every position the policy moved in, and
+training goes on for one epoch over all the data. The policy's games before each round's epoch:
+
+{markdown_table(["round", "as White W-D-L", "as Black W-D-L", "positions labelled", "held-out agreement after"],
+                dagger_rows)}
+
+Held-out agreement before DAgger (epoch {args.epochs}): {before['validation_top1']:.3f}; after, the held-out
+set also holds 5% of the labelled positions (held out by one-ply game).
+"""
     random_rows = []
     for color, m in scores["random"].items():
         lo, hi = m.win_interval
@@ -210,7 +241,7 @@ def write_report(args, generated, seconds, metrics, tournament, scores, selfplay
 moves, written in this session; {per_worker:,.0f} positions/s per worker), then {args.epochs} epochs of
 supervised training of the AlphaZero network (policy: the engine's move, cross-entropy over legal moves only;
 value: half game result, half engine score).
-
+{dagger_text}
 ## The pretrained network
 
 Held-out games (5% of games, split by game), last epoch: **top-1 agreement with Fairy-Stockfish

@@ -7,6 +7,7 @@ import pytest
 
 from agents import MinimaxAgent, RandomAgent
 from agents.evaluation import versus_random
+from minichess_envs.engine import BLACK, Position
 from minichess_envs.env import MiniChessEnv
 
 
@@ -58,3 +59,26 @@ def test_bad_input():
 
     with pytest.raises(ValueError, match="cheater chose illegal action"):
         versus_random(Cheater(), "gardner", games=2)
+
+
+def test_visited_positions_are_the_agents_own_turns_in_order():
+    visited = []
+    match = versus_random(RandomAgent(seed=4), "gardner", games=6, color="black", seed=9, visited=visited)
+    assert len(visited) == 6
+    rewards = [reward for _, reward in visited]
+    assert (rewards.count(1), rewards.count(0), rewards.count(-1)) == (match.wins, match.draws, match.losses)
+    for fens, _ in visited:
+        assert all(Position("gardner", fen).turn == BLACK for fen in fens)
+        assert fens[0] in successors(Position("gardner"))  # the first is after White's first move
+        for before, after in zip(fens, fens[1:]):  # the agent's move, then the opponent's reply
+            assert after in {fen for child in successors(Position("gardner", before), fens=False)
+                             for fen in successors(child)}
+
+
+def successors(position, fens=True):
+    children = []
+    for action in position.legal_actions():
+        child = position.copy()
+        child.push_action(int(action))
+        children.append(child.fen() if fens else child)
+    return children

@@ -256,3 +256,36 @@ def test_games_against_a_random_mover_learn_only_the_engines_moves(tmp_path):
         position = Position("gardner", fen)
         for action in actions:
             position.push_action(int(action))  # every move is legal
+
+
+@needs_engine
+def test_engine_labels_are_written_whole_and_an_interrupted_set_completes_without_duplicates(tmp_path):
+    from agents.games import GenerationSettings, label_positions
+
+    fens, results = [], []
+    for fen, actions, _, result in random_games("gardner", 4, seed=3, max_plies=12):
+        position = Position("gardner", fen)
+        for action in actions:
+            if position.outcome() is None and position.fen() not in fens:
+                fens.append(position.fen())
+                results.append(result)
+            position.push_action(action)
+    fens, results = fens[:11], results[:11]
+    settings = GenerationSettings("gardner", games=len(fens), nodes=10, games_per_chunk=3)
+    directory = str(tmp_path / "labels")
+    label_positions(directory, fens, results, settings, prefix="dagger-r1", workers=1, progress=False)
+    lines = open(os.path.join(directory, MANIFEST)).read().splitlines(keepends=True)
+    assert len(lines) == 4
+    with open(os.path.join(directory, MANIFEST), "w") as f:  # as if killed before the last two chunks were listed
+        f.writelines(lines[:2])
+    again = label_positions(directory, fens, results, settings, prefix="dagger-r1", workers=2, progress=False)
+    assert again["positions"] == 11 - 6
+    files = sorted(e["file"] for e in list_shards(directory))
+    assert files == [f"dagger-r1-{i:06d}.npz" for i in range(4)]
+    games = sorted(GameDataset(directory).games(), key=lambda g: fens.index(g[0]))
+    assert [g[0] for g in games] == fens and [g[3] for g in games] == results
+    for fen, actions, scores, _ in games:
+        assert len(actions) == 1 and int(actions[0]) in Position("gardner", fen).legal_actions()
+        assert abs(int(scores[0])) <= MATE_SCORE
+    with pytest.raises(ValueError, match="11 positions but 10 results"):
+        label_positions(directory, fens, results[:10], settings, prefix="x", workers=1, progress=False)

@@ -144,7 +144,8 @@ ENGINES = all(shutil.which(e) or shutil.which(e, path="/usr/games") for e in ("f
 @pytest.mark.parametrize("script,args", [
     ("supervised_gardner", ["--games", "12", "--epochs", "1", "--selfplay-iterations", "1", "--selfplay-games", "4",
                             "--match-games", "2", "--tournament-games", "2", "--random-games", "10",
-                            "--simulations", "4", "--random-opponent", "0.5", "--odds", "1", "--ladder-openings", "1"]),
+                            "--simulations", "4", "--random-opponent", "0.5", "--odds", "1", "--ladder-openings", "1",
+                            "--dagger-rounds", "1", "--dagger-games", "3"]),
     ("supervised_chess", ["--games", "4", "--epochs", "1", "--blocks", "1", "--channels", "8",
                           "--tournament-games", "2", "--engine-nodes", "1"]),
 ])
@@ -157,3 +158,48 @@ def test_the_supervised_experiments_run_end_to_end_and_resume(tmp_path, script, 
         assert done.returncode == 0, done.stderr[-3000:]
         report = (tmp_path / "out" / "report.md").read_text()
         assert "Checkpoint tournament" in report and "load average" in report
+        assert script != "supervised_gardner" or "Then 1 DAgger round (" in report
+
+
+FAIRY = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games")
+
+
+@pytest.mark.skipif(not FAIRY, reason="needs fairy-stockfish (apt install fairy-stockfish)")
+def test_dagger_labels_the_positions_the_policy_met_and_resumes(tmp_path):
+    from agents.evaluation import versus_random
+    from agents.games import GenerationSettings, generate_games
+    from agents.runs import read_state
+    from agents.supervised import dagger, raw_policy
+    from minichess_envs.dataset import GameDataset, list_shards
+
+    data = str(tmp_path / "data")
+    generate_games(data, GenerationSettings("gardner", games=4, nodes=10, games_per_chunk=2, ply_limit=20),
+                   workers=1, progress=False)
+    settings = SupervisedSettings(data=data, epochs=1, blocks=1, channels=8, policy_channels=4, batch_size=32,
+                                  last_move=False, simulations=4, threads=1)
+    run = str(tmp_path / "run")
+    train_supervised(run, settings, verbose=False)
+    rounds = dagger(run, settings, rounds=1, games=3, nodes=10, workers=1, verbose=False)
+    assert read_state(os.path.join(run, "checkpoint")).iteration == 2
+    assert [r["round"] for r in rounds] == [1]
+    # the labelled positions are exactly the ones the epoch-1 policy moved in, from the same seeds
+    expected = []
+    for color in ("white", "black"):
+        visited = []
+        match = versus_random(raw_policy(os.path.join(run, "agents", "epoch-001"), settings), "gardner", games=3,
+                              color=color, seed=2_000_000, visited=visited)
+        assert rounds[0][color] == {"wins": match.wins, "draws": match.draws, "losses": match.losses}
+        expected += [fen for fens, _ in visited for fen in fens]
+    labelled = [(fen, actions) for fen, actions, _, _ in GameDataset(data).games()
+                if Position("gardner", fen).fen() in set(expected) and len(actions) == 1]
+    shards = [e for e in list_shards(data) if e["file"].startswith("dagger-r1-")]
+    assert sum(e["games"] for e in shards) == len(expected) == rounds[0]["positions"]
+    assert sorted(f for f, _ in labelled) == sorted(expected)
+    for fen, actions in labelled:
+        assert int(actions[0]) in Position("gardner", fen).legal_actions()
+    # a finished round is not played again; a further round adds its own shards and epoch
+    assert dagger(run, settings, rounds=1, games=3, nodes=10, workers=1, verbose=False) == rounds
+    assert len(list_shards(data)) == 2 + len(shards)
+    two = dagger(run, settings, rounds=2, games=3, nodes=10, workers=1, verbose=False)
+    assert [r["round"] for r in two] == [1, 2] and read_state(os.path.join(run, "checkpoint")).iteration == 3
+    assert any(e["file"].startswith("dagger-r2-") for e in list_shards(data))
