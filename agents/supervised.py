@@ -141,8 +141,12 @@ def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettin
 
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
-                     verbose: bool = True) -> torch.nn.Module:
-    """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it."""
+                     verbose: bool = True, learning_rate: float | None = None) -> torch.nn.Module:
+    """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it.
+
+    :param learning_rate: for the epochs trained in this call, instead of ``settings.learning_rate``
+        (fine-tuning after the first epochs, as :func:`dagger` does).
+    """
     if settings.threads:
         torch.set_num_threads(settings.threads)
     data = GameDataset(settings.data, validation=settings.validation, history=settings.history,
@@ -156,6 +160,8 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             saved = run.tensors()
             net.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
+        for group in optimizer.param_groups:  # set after loading: the saved state carries its own rate
+            group["lr"] = settings.learning_rate if learning_rate is None else learning_rate
         positions_per_epoch = data.num_positions
         progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
                                 unit="position", done=run.state.iteration * positions_per_epoch)
@@ -216,20 +222,21 @@ def raw_policy(agent_dir: str, settings: SupervisedSettings):
 
 
 def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int = 1000, nodes: int = 100,
-           seed: int = 0, workers: int | None = None, ray_address: str | None = None,
-           verbose: bool = True) -> list[dict]:
+           learning_rate: float | None = None, seed: int = 0, workers: int | None = None,
+           ray_address: str | None = None, verbose: bool = True) -> list[dict]:
     """DAgger rounds (Ross, Gordon and Bagnell, AISTATS 2011) after a finished :func:`train_supervised` run.
 
     In round ``k`` the run's raw policy plays ``games`` games with each colour against the random player
     (game ``i`` seeded ``2_000_000 * k + i``); the engine at ``nodes`` labels every position the policy
-    moved in (:func:`agents.games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``); then
-    training goes on for one more epoch over all the data, so the policy learns the expert's move where its
-    own play leads (against a weak defender: the mates it misses and the stalemates it walks into).
+    moved in (:func:`agents.games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``);
+    then training goes on for one more epoch over all the data (at ``learning_rate``, default the run's).
+    So the policy learns the expert's move where its own play leads: against a weak defender, the mates
+    it misses and the stalemates it walks into.
 
-    Resumable: each round's games are played by the kept agent of the epoch before it, so a replay after an
-    interruption meets the same positions, and only the chunks not yet labelled go to the engine. Returns, per round, the
-    policy's win, draw and loss counts by colour in those games (before that round's training) and the
-    positions labelled; also written to ``dagger.json`` in ``run_dir``.
+    Resumable: each round's games are played by the kept agent of the epoch before it, so a replay after
+    an interruption meets the same positions, and only the chunks not yet labelled go to the engine.
+    Returns, per round, the policy's win, draw and loss counts by colour in those games (before that
+    round's training) and the positions labelled; also written to ``dagger.json`` in ``run_dir``.
     """
     from agents.evaluation import versus_random
     from agents.games import GenerationSettings, label_positions
@@ -264,7 +271,7 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
                         ray_address=ray_address, progress=verbose)
         row["positions"] = len(fens)
         train_supervised(run_dir, dataclasses.replace(settings, epochs=settings.epochs + k), resume=True,
-                         verbose=verbose)
+                         verbose=verbose, learning_rate=learning_rate)
         summaries.append(row)
         write_json(summary_path, summaries)
     return summaries

@@ -200,6 +200,8 @@ def test_dagger_labels_the_positions_the_policy_met_and_resumes(tmp_path):
     # a finished round is not played again; a further round adds its own shards and epoch
     assert dagger(run, settings, rounds=1, games=3, nodes=10, workers=1, verbose=False) == rounds
     assert len(list_shards(data)) == 2 + len(shards)
-    two = dagger(run, settings, rounds=2, games=3, nodes=10, workers=1, verbose=False)
+    two = dagger(run, settings, rounds=2, games=3, nodes=10, learning_rate=3e-4, workers=1, verbose=False)
     assert [r["round"] for r in two] == [1, 2] and read_state(os.path.join(run, "checkpoint")).iteration == 3
+    saved = torch.load(os.path.join(run, "checkpoint", "tensors.pt"), weights_only=True)
+    assert saved["optimizer"]["param_groups"][0]["lr"] == 3e-4  # the round's rate, not the run's 1e-3
     assert any(e["file"].startswith("dagger-r2-") for e in list_shards(data))
