@@ -1,7 +1,9 @@
 """Checkpoint tournaments: how a run's saved networks compare with each other and with an engine.
 
-Each checkpoint plays the next one and every engine level, and each engine
-level plays the next, so every player is linked to every other by games;
+Each checkpoint plays the next one, the first one and every engine level, and
+each engine level plays the next, so every player is linked to every other by
+games, and the gain over the first checkpoint rests on direct games too, not
+only on a chain of short, intransitive steps;
 ratings are maximum-likelihood Elo with profile-likelihood intervals
 (:func:`agents.ratings.elo_mle`), anchored at the first checkpoint (0 Elo).
 Deterministic players (a search with a fixed budget, an engine at a fixed
@@ -78,6 +80,7 @@ def checkpoint_tournament(
     everyone = players + engines
     k = len(players)
     pairings = [(i, i + 1) for i in range(k - 1)]  # each checkpoint against the next
+    pairings += [(0, i) for i in range(2, k)]  # ... and against the first, the reference
     pairings += [(i, k + e) for i in range(k) for e in range(len(engines))]  # ... and every engine level
     pairings += [(k + e, k + e + 1) for e in range(len(engines) - 1)]  # engine levels against each other
     try:

@@ -27,7 +27,7 @@ import torch  # noqa: E402
 
 from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.reports import markdown_table  # noqa: E402
-from agents.runs import machine, machine_text, read_state, write_csv  # noqa: E402
+from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
 from minichess_envs.dataset import import_pgn, list_shards  # noqa: E402
@@ -43,7 +43,7 @@ def parse(argv):
     parser.add_argument("--blocks", type=int, default=4)
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--engine-nodes", default="1,10,100", help="Stockfish levels of the tournament")
-    parser.add_argument("--tournament-games", type=int, default=20, help="games per pairing")
+    parser.add_argument("--tournament-games", type=int, default=40, help="games per pairing")
     parser.add_argument("--workers", type=int, default=0, help="processes (0: all cores)")
     parser.add_argument("--ray-address", default=None, help="generate games on a Ray cluster")
     parser.add_argument("--threads", type=int, default=2)
@@ -58,7 +58,12 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     started_machine, started = machine(), time.perf_counter()
     workers = args.workers or os.cpu_count() or 1
-    seconds = {}
+    stages = os.path.join(args.out, "stages.json")
+    seconds = read_json(stages) if args.resume and os.path.exists(stages) else {}
+
+    def done(name, t0):  # a stage's minutes add up over resumed sessions
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+        write_json(stages, seconds)
 
     data_dir = os.path.join(args.out, "data")
     t0 = time.perf_counter()
@@ -77,7 +82,7 @@ def main(argv=None) -> int:
         source = (f"{args.games:,} Stockfish self-play games at {args.nodes} nodes a move from balanced random "
                   f"openings ({generated['positions_per_s_per_worker']:,.0f} positions/s per worker while generating)")
         value_target = "mix"
-    seconds["games"] = time.perf_counter() - t0
+    done("games", t0)
 
     t0 = time.perf_counter()
     pretrain_dir = os.path.join(args.out, "pretrain")
@@ -85,7 +90,7 @@ def main(argv=None) -> int:
                                   value_target=value_target, seed=args.seed, threads=args.threads, simulations=0)
     train_supervised(pretrain_dir, settings, resume=os.path.exists(os.path.join(pretrain_dir, "checkpoint")))
     metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
-    seconds["pretraining"] = time.perf_counter() - t0
+    done("pretraining", t0)
 
     t0 = time.perf_counter()
     agents_dir = os.path.join(pretrain_dir, "agents")
@@ -93,7 +98,7 @@ def main(argv=None) -> int:
     levels = tuple(int(n) for n in args.engine_nodes.split(",") if n)
     tournament = checkpoint_tournament(checkpoints, "chess", levels, games=args.tournament_games, seed=args.seed,
                                        workers=workers, opening_plies=4)
-    seconds["tournament"] = time.perf_counter() - t0
+    done("tournament", t0)
     tournament_plot(tournament, os.path.join(args.out, "tournament_elo.png"),
                     "8x8 chess: raw policy of each epoch (Elo vs epoch 0)")
     write_report(args, source, metrics, tournament, seconds, time.perf_counter() - started,
@@ -121,7 +126,7 @@ loss {last['validation_policy_loss']:.3f}, value-sign accuracy {last['validation
 
 ## Checkpoint tournament
 
-Raw policies (no search) of every epoch; each plays the next epoch and Stockfish at
+Raw policies (no search) of every epoch; each plays the next epoch, {first} and Stockfish at
 {args.engine_nodes} nodes, {args.tournament_games} games a pairing, colours alternating, four random
 opening plies per game. Elo by maximum likelihood (one virtual draw per pairing), relative to
 {first} (the untrained network), 95% profile-likelihood intervals.
@@ -136,7 +141,7 @@ Plots: `tournament_elo.png`, `pretraining.png`; numbers: `tournament.csv`, `pret
 
 {markdown_table(["stage", "minutes"], [[k, f"{v / 60:.1f}"] for k, v in seconds.items()])}
 
-Whole run {wall / 60:.1f} min. {measured_on}
+Whole run {wall / 60:.1f} min in this session (the stages above add up over resumed sessions). {measured_on}
 """
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)

@@ -39,3 +39,14 @@ def test_engine_levels_join_the_rating(tmp_path):
                      ("fsf-n1", "fsf-n50")}
     assert set(result.ratings) == {"a", "b", "fsf-n1", "fsf-n50"}
     assert result.ratings["fsf-n50"].elo > result.ratings["a"].elo  # the engine is far stronger than random
+
+
+def test_every_checkpoint_also_plays_the_first(tmp_path):
+    paths = []
+    for i, agent in enumerate((RandomAgent(), RandomAgent(seed=1), GreedyAgent(), GreedyAgent(seed=2))):
+        paths.append(str(tmp_path / f"epoch-{i:03d}"))
+        agent.save(paths[-1])
+    result = checkpoint_tournament(paths, "gardner-kingcapture", engine_nodes=(), games=2, seed=0)
+    assert sorted((m.a, m.b) for m in result.matches) == [
+        ("epoch-000", "epoch-001"), ("epoch-000", "epoch-002"), ("epoch-000", "epoch-003"),
+        ("epoch-001", "epoch-002"), ("epoch-002", "epoch-003")]
