@@ -29,7 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
-from agents.uci import UCIEngineAgent, find_engine
+from agents.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
@@ -165,10 +165,6 @@ def close_engines() -> None:
         _ENGINE.popitem()[1].close()
 
 
-def _engine_name(settings: GenerationSettings) -> str:
-    return settings.engine or ("stockfish" if get_variant(settings.variant).name == "chess" else "fairy-stockfish")
-
-
 def _engine_for(settings: GenerationSettings) -> UCIEngineAgent:
     key = (settings.variant, settings.engine, settings.nodes, settings.depth)
     if key not in _ENGINE:
@@ -199,7 +195,7 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     moves) written now, seconds, and games/s and positions/s per worker.
     """
     variant = get_variant(settings.variant)
-    find_engine(_engine_name(settings))  # a missing binary fails here, with how to install it
+    find_engine(settings.engine or default_engine(settings.variant))  # a missing binary fails here, with how to install it
     os.makedirs(directory, exist_ok=True)
     ShardWriter(directory, variant)  # removes half-written shards of a killed run
     done = {e["file"] for e in list_shards(directory)}
@@ -253,7 +249,7 @@ def label_positions(directory: str, fens: list[str], results: list[str], setting
     if len(fens) != len(results):
         raise ValueError(f"{len(fens)} positions but {len(results)} results")
     variant = get_variant(settings.variant)
-    find_engine(_engine_name(settings))
+    find_engine(settings.engine or default_engine(settings.variant))
     os.makedirs(directory, exist_ok=True)
     ShardWriter(directory, variant)  # removes half-written shards of a killed run
     size = settings.games_per_chunk

@@ -77,6 +77,11 @@ class EngineNotFoundError(FileNotFoundError):
     """The engine binary is not installed."""
 
 
+def default_engine(variant: str) -> str:
+    """The engine that plays ``variant`` when none is named: Stockfish for 8x8 chess, else Fairy-Stockfish."""
+    return "stockfish" if get_variant(variant).name == "chess" else "fairy-stockfish"
+
+
 def find_engine(engine: str, path: str | None = None) -> str:
     """Path of the engine binary: ``path`` if given, else ``engine`` on PATH, then in /usr/games."""
     if path is not None:
@@ -130,7 +135,7 @@ class UCIEngineAgent(Agent):
     ):
         v = get_variant(variant)
         self.variant = v.name
-        self.engine = engine or ("stockfish" if v.name == "chess" else "fairy-stockfish")
+        self.engine = engine or default_engine(v.name)
         if self.engine not in PACKAGES:
             raise ValueError(f"engine must be 'fairy-stockfish' or 'stockfish', not {self.engine!r}")
         if self.engine == "stockfish":
