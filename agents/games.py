@@ -29,6 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
+from agents.runs import read_json, write_json
 from agents.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
@@ -185,6 +186,10 @@ def chunk_file(chunk: int) -> str:
     return f"games-{chunk:06d}.npz"
 
 
+GENERATION_RECORD = "generation.json"  # what every call wrote into a dataset directory, and its cost
+_RECORD_KEYS = ("games", "positions", "targets", "worker_seconds")  # "complete": every shard's cost is in it
+
+
 def generate_games(directory: str, settings: GenerationSettings, workers: int | None = None,
                    ray_address: str | None = None, progress: bool = True) -> dict:
     """Generate (or finish generating) ``settings.games`` games into ``directory``.
@@ -192,7 +197,9 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     Chunks already listed in the directory's manifest are skipped, so calling
     this again after an interruption completes the run. Returns a summary:
     games, positions (plies) and training examples (``targets``: the engine's
-    moves) written now, seconds, and games/s and positions/s per worker.
+    moves) written now, seconds, and games/s and positions/s per worker; under
+    ``"total"`` the same over every call that wrote into ``directory`` (kept in
+    its ``generation.json``, updated with each shard, so it survives a kill).
     """
     variant = get_variant(settings.variant)
     find_engine(settings.engine or default_engine(settings.variant))  # a missing binary fails here, with how to install it
@@ -203,13 +210,29 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     start, games, positions, targets = time.perf_counter(), 0, 0, 0
     bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
+    record_path = os.path.join(directory, GENERATION_RECORD)
+    if os.path.exists(record_path):
+        record = read_json(record_path)
+    else:  # shards written before the record existed are counted, their cost is unknown
+        earlier = [e for e in list_shards(directory) if e["file"].startswith("games-")]
+        record = {"games": sum(e["games"] for e in earlier), "positions": sum(e["positions"] for e in earlier),
+                  "targets": sum(e.get("targets", e["positions"]) for e in earlier), "worker_seconds": 0.0,
+                  "complete": not earlier}
+    last = start
     for chunk, played in _run_jobs(play_chunk, [(settings, c) for c in todo], workers, ray_address):
         write_shard(os.path.join(directory, chunk_file(chunk)), variant,
                     [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r, np.asarray(t, bool))
                      for fen, a, s, r, t in _coded(played)])
         games += len(played)
-        positions += sum(len(a) for _, a, _, _, _ in played)
-        targets += sum(int(np.sum(t)) for _, _, _, _, t in played)
+        chunk_positions = sum(len(a) for _, a, _, _, _ in played)
+        chunk_targets = sum(int(np.sum(t)) for _, _, _, _, t in played)
+        positions += chunk_positions
+        targets += chunk_targets
+        now = time.perf_counter()
+        for key, added in zip(_RECORD_KEYS, (len(played), chunk_positions, chunk_targets, (now - last) * workers)):
+            record[key] += added
+        last = now
+        write_json(record_path, record)
         if bar is not None:
             elapsed = time.perf_counter() - start
             bar.set_postfix_str(f"{positions / elapsed:.0f} positions/s")
@@ -217,9 +240,14 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - start
+    known = record["complete"] and record["worker_seconds"] > 0  # else the throughput is unknown: None
+    total = {**record,
+             "games_per_s_per_worker": record["games"] / record["worker_seconds"] if known else None,
+             "positions_per_s_per_worker": record["positions"] / record["worker_seconds"] if known else None}
     return {"games": games, "positions": positions, "targets": targets, "seconds": seconds, "workers": workers,
             "games_per_s_per_worker": games / seconds / workers if seconds and games else 0.0,
-            "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0}
+            "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0,
+            "total": total}
 
 
 def label_chunk(settings: GenerationSettings, chunk: int, fens: list[str]) -> tuple[int, list]:

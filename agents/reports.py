@@ -97,3 +97,11 @@ def curves_plot(path: str, curves: dict[str, tuple[Sequence[float], Sequence[flo
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def generation_throughput(total: dict) -> str:
+    """The engine games' cost from :func:`agents.games.generate_games`'s ``"total"``, as a phrase."""
+    rate = total["positions_per_s_per_worker"]
+    if rate is None:
+        return "generation throughput not recorded"
+    return f"{rate:,.0f} positions/s per worker while generating"

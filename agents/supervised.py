@@ -18,6 +18,7 @@ tournaments and ``init_from`` of the AlphaZero and PPO loops), the last as ``age
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 import numpy as np
@@ -31,6 +32,7 @@ from minichess_envs.dataset import Batch, GameDataset
 from minichess_envs.encoding import ObservationEncoding
 
 VALUE_TARGETS = ("result", "score", "mix")
+LR_SCHEDULES = ("constant", "cosine")
 
 
 @dataclasses.dataclass
@@ -41,6 +43,7 @@ class SupervisedSettings:
     epochs: int = 10
     batch_size: int = 256
     learning_rate: float = 1e-3
+    lr_schedule: str = "constant"  # or "cosine": from learning_rate down to 0 (see scheduled_rate)
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
     value_target: str = "mix"  # "result", "score" (the engine's, tanh(cp / score_scale)) or "mix"
@@ -64,6 +67,8 @@ class SupervisedSettings:
     def __post_init__(self):
         if self.value_target not in VALUE_TARGETS:
             raise ValueError(f"value_target must be one of {', '.join(VALUE_TARGETS)}, not {self.value_target!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, not {self.lr_schedule!r}")
         if self.network not in ("alphazero", "ppo"):
             raise ValueError(f"network must be 'alphazero' or 'ppo', not {self.network!r}")
         if not 0.0 <= self.score_weight <= 1.0 or not 0.0 <= self.validation < 1.0:
@@ -73,6 +78,18 @@ class SupervisedSettings:
 def policy_loss(logits: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Cross-entropy of the moves played over the legal moves only (mean over the batch)."""
     return -masked_log_softmax(logits, masks).gather(1, actions[:, None]).squeeze(1).mean()
+
+
+def scheduled_rate(settings: SupervisedSettings, peak: float, done: float, start: int = 0) -> float:
+    """The learning rate after ``done`` epochs (fractional), in a cycle over epochs ``start + 1 .. settings.epochs``.
+
+    ``"constant"``: ``peak`` throughout; ``"cosine"``: ``peak * (1 + cos(pi * t)) / 2`` at the share ``t`` of the
+    cycle done, reaching 0 at its end (Loshchilov and Hutter, SGDR, ICLR 2017).
+    """
+    if settings.lr_schedule == "constant":
+        return peak
+    t = min(max((done - start) / max(settings.epochs - start, 1), 0.0), 1.0)
+    return peak * 0.5 * (1.0 + math.cos(math.pi * t))
 
 
 def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:
@@ -141,11 +158,13 @@ def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettin
 
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
-                     verbose: bool = True, learning_rate: float | None = None) -> torch.nn.Module:
+                     verbose: bool = True, learning_rate: float | None = None, cycle_start: int = 0) -> torch.nn.Module:
     """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it.
 
-    :param learning_rate: for the epochs trained in this call, instead of ``settings.learning_rate``
-        (fine-tuning after the first epochs, as :func:`dagger` does).
+    :param learning_rate: the peak rate instead of ``settings.learning_rate`` (fine-tuning after the
+        first epochs, as :func:`dagger` does).
+    :param cycle_start: the schedule's cycle covers the epochs after this one up to ``settings.epochs``
+        (:func:`scheduled_rate`; :func:`dagger` gives each of its epochs a cycle of its own).
     """
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -160,9 +179,9 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             saved = run.tensors()
             net.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
-        for group in optimizer.param_groups:  # set after loading: the saved state carries its own rate
-            group["lr"] = settings.learning_rate if learning_rate is None else learning_rate
+        peak = settings.learning_rate if learning_rate is None else learning_rate
         positions_per_epoch = data.num_positions
+        train_share = positions_per_epoch * (1 - settings.validation)  # for the schedule; held out per game
         progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
                                 unit="position", done=run.state.iteration * positions_per_epoch)
         if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
@@ -172,6 +191,9 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             seen = policy_sum = value_sum = 0.0
             for batch in data.batches(settings.batch_size, split="train", seed=settings.seed * 100_003 + epoch,
                                       shuffle_games=settings.shuffle_games, score_scale=settings.score_scale):
+                rate = scheduled_rate(settings, peak, epoch - 1 + min(seen / max(train_share, 1), 1.0), cycle_start)
+                for group in optimizer.param_groups:  # set after loading too: the saved state has its own rate
+                    group["lr"] = rate
                 obs, masks, actions, target, _ = _tensors(batch, settings)
                 logits, value = forward(net, obs, masks)
                 p_loss, v_loss = policy_loss(logits, masks, actions), F.mse_loss(value, target)
@@ -184,7 +206,8 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
                 value_sum += v_loss.item() * len(actions)
                 progress.update(int((epoch - 1) * positions_per_epoch + seen),
                                 f"policy {policy_sum / seen:.3f} value {value_sum / seen:.3f}")
-            row = {"epoch": epoch, "train_policy_loss": policy_sum / max(seen, 1),
+            row = {"epoch": epoch, "learning_rate": peak if seen == 0 else rate,
+                   "train_policy_loss": policy_sum / max(seen, 1),
                    "train_value_loss": value_sum / max(seen, 1), "train_positions": int(seen)}
             row.update(evaluate(net, data, settings))
             run.state.iteration = epoch
@@ -229,7 +252,8 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
     In round ``k`` the run's raw policy plays ``games`` games with each colour against the random player
     (game ``i`` seeded ``2_000_000 * k + i``); the engine at ``nodes`` labels every position the policy
     moved in (:func:`agents.games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``);
-    then training goes on for one more epoch over all the data (at ``learning_rate``, default the run's).
+    then training goes on for one more epoch over all the data (peak rate ``learning_rate``, default the
+    run's; with the cosine schedule each round's epoch is a cycle of its own, a warm restart).
     So the policy learns the expert's move where its own play leads: against a weak defender, the mates
     it misses and the stalemates it walks into.
 
@@ -271,7 +295,7 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
                         ray_address=ray_address, progress=verbose)
         row["positions"] = len(fens)
         train_supervised(run_dir, dataclasses.replace(settings, epochs=settings.epochs + k), resume=True,
-                         verbose=verbose, learning_rate=learning_rate)
+                         verbose=verbose, learning_rate=learning_rate, cycle_start=settings.epochs + k - 1)
         summaries.append(row)
         write_json(summary_path, summaries)
     return summaries

@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 import torch  # noqa: E402
 
 from agents.games import GenerationSettings, generate_games  # noqa: E402
-from agents.reports import markdown_table  # noqa: E402
+from agents.reports import generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
@@ -37,9 +37,11 @@ def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/supervised_chess")
     parser.add_argument("--pgn", default=None, help="learn from this PGN file instead of Stockfish's games")
-    parser.add_argument("--games", type=int, default=3000, help="Stockfish self-play games")
+    parser.add_argument("--games", type=int, default=6000, help="Stockfish self-play games")
     parser.add_argument("--nodes", type=int, default=200, help="Stockfish's budget per move")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--lr-schedule", default="cosine", choices=("constant", "cosine"),
+                        help="learning rate over the epochs: constant, or cosine down to 0")
     parser.add_argument("--blocks", type=int, default=4)
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--engine-nodes", default="1,10,100", help="Stockfish levels of the tournament")
@@ -80,14 +82,15 @@ def main(argv=None) -> int:
                                                                 opening_plies=6, seed=args.seed),
                                    workers=workers, ray_address=args.ray_address)
         source = (f"{args.games:,} Stockfish self-play games at {args.nodes} nodes a move from balanced random "
-                  f"openings ({generated['positions_per_s_per_worker']:,.0f} positions/s per worker while generating)")
+                  f"openings ({generation_throughput(generated['total'])})")
         value_target = "mix"
     done("games", t0)
 
     t0 = time.perf_counter()
     pretrain_dir = os.path.join(args.out, "pretrain")
     settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=args.blocks, channels=args.channels,
-                                  value_target=value_target, seed=args.seed, threads=args.threads, simulations=0)
+                                  value_target=value_target, seed=args.seed, threads=args.threads, simulations=0,
+                                  lr_schedule=args.lr_schedule)
     train_supervised(pretrain_dir, settings, resume=os.path.exists(os.path.join(pretrain_dir, "checkpoint")))
     metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
     done("pretraining", t0)
@@ -119,7 +122,8 @@ def write_report(args, source, metrics, tournament, seconds, wall, measured_on) 
     text = f"""# Supervised learning on 8x8 chess
 
 Data: {source}. {args.epochs} epochs of supervised training of a {args.blocks}-block, {args.channels}-channel
-AlphaZero network (policy: the move played, cross-entropy over legal moves only).
+AlphaZero network (policy: the move played, cross-entropy over legal moves only; AdamW at
+{'a constant learning rate' if args.lr_schedule == 'constant' else 'a learning rate falling from its peak to 0 on a cosine'}).
 
 Held-out games, last epoch: top-1 agreement with the move played **{last['validation_top1']:.3f}**, policy
 loss {last['validation_policy_loss']:.3f}, value-sign accuracy {last['validation_value_sign']:.3f}.

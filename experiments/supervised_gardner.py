@@ -41,7 +41,7 @@ from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.ladder import ladder_table, play_ladder  # noqa: E402
-from agents.reports import baseline_table, baselines, markdown_table  # noqa: E402
+from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, dagger, train_supervised, write_pretraining_files  # noqa: E402
 from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
@@ -230,15 +230,15 @@ set also holds 5% of the labelled positions (held out by one-ply game).
          "score": t.score} for label, result in [("pretrained", scores)] + list(selfplay.items())
         for name, t in result["matches"]])
     stage_rows = [[name, f"{s / 60:.1f}"] for name, s in seconds.items()]
-    per_worker = generated.get("positions_per_s_per_worker", 0.0)
+    total = generated["total"]  # over every session that generated into the data folder
     random_games = round(args.games * args.random_opponent)
     kinds = (f"about {args.games - random_games:,} self-play games and {random_games:,} against a uniformly "
              "random mover (only the engine's moves are learnt there)" if args.random_opponent else "self-play games")
     text = f"""# Supervised learning on Gardner from Fairy-Stockfish's games
 
 {args.games:,} Fairy-Stockfish games at {args.nodes} nodes a move from balanced random openings: {kinds}
-({generated['positions']:,} positions, {generated.get('targets', generated['positions']):,} of them the engine's
-moves, written in this session; {per_worker:,.0f} positions/s per worker), then {args.epochs} epochs of
+({total['positions']:,} positions, {total['targets']:,} of them the engine's
+moves; {generation_throughput(total)}), then {args.epochs} epochs of
 supervised training of the AlphaZero network (policy: the engine's move, cross-entropy over legal moves only;
 value: half game result, half engine score).
 {dagger_text}

@@ -143,12 +143,18 @@ def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
     assert 2 <= done_before < 6, "the kill should land mid-run"
     summary = generate_games(str(tmp_path / "run"), settings, workers=1, progress=False)
     assert summary["games"] == 6 - done_before
+    total = summary["total"]  # the killed call's shards and their cost count too
+    assert total["games"] == 6 and total["positions"] == sum(e["positions"] for e in list_shards(str(tmp_path / "run")))
+    assert total["positions_per_s_per_worker"] > 0
     files = [e["file"] for e in list_shards(str(tmp_path / "run"))]
     assert sorted(files) == [f"games-{i:06d}.npz" for i in range(6)]  # each chunk once
     generate_games(str(tmp_path / "fresh"), settings, workers=2, progress=False)
     resumed = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "run")).games())
     fresh = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "fresh")).games())
     assert resumed == fresh  # the same games as a run that was never interrupted
+    os.remove(tmp_path / "fresh" / "generation.json")  # as a folder written before the record existed
+    again = generate_games(str(tmp_path / "fresh"), settings, workers=1, progress=False)
+    assert again["games"] == 0 and again["total"]["games"] == 6 and again["total"]["positions_per_s_per_worker"] is None
     for fen, actions, scores, _ in GameDataset(str(tmp_path / "fresh")).games():
         position = Position("gardner", fen)
         for action in actions:

@@ -60,18 +60,54 @@ def metrics(run_dir):
         return list(csv.DictReader(f))
 
 
-def test_a_tiny_run_learns_and_resumes_to_the_same_state(tmp_path):
+def test_the_cosine_schedule_falls_from_the_peak_to_zero_over_its_cycle():
+    from agents.supervised import scheduled_rate
+
+    cosine = SupervisedSettings(data="unused", epochs=8, lr_schedule="cosine")
+    assert scheduled_rate(cosine, 1e-3, 0.0) == 1e-3
+    assert scheduled_rate(cosine, 1e-3, 4.0) == pytest.approx(5e-4)  # cos(pi / 2) = 0: half way, half the rate
+    assert scheduled_rate(cosine, 1e-3, 8.0) == pytest.approx(0.0, abs=1e-12)
+    rates = [scheduled_rate(cosine, 1e-3, t / 10) for t in range(81)]
+    assert all(a >= b for a, b in zip(rates, rates[1:]))
+    # a cycle over epoch 8 alone (a DAgger round): the peak again at its start, half of it in its middle
+    assert scheduled_rate(cosine, 2e-4, 7.0, start=7) == 2e-4
+    assert scheduled_rate(cosine, 2e-4, 7.5, start=7) == pytest.approx(1e-4)
+    constant = SupervisedSettings(data="unused", epochs=8)
+    assert {scheduled_rate(constant, 1e-3, t) for t in (0.0, 3.3, 8.0)} == {1e-3}
+    with pytest.raises(ValueError, match="lr_schedule"):
+        SupervisedSettings(data="unused", lr_schedule="step")
+
+
+@pytest.mark.parametrize("schedule", ["constant", "cosine"])
+def test_a_tiny_run_learns_and_resumes_to_the_same_state(tmp_path, monkeypatch, schedule):
     data = teacher_games(tmp_path)
     settings = SupervisedSettings(data=data, epochs=4, blocks=1, channels=16, batch_size=64, learning_rate=3e-3,
-                                  validation=0.2, threads=1)
+                                  validation=0.2, threads=1, lr_schedule=schedule)
     whole = train_supervised(str(tmp_path / "whole"), settings, verbose=False)
     rows = metrics(tmp_path / "whole")
     assert float(rows[-1]["train_policy_loss"]) < 0.5 * float(rows[0]["train_policy_loss"])
     assert float(rows[-1]["validation_top1"]) > 0.5  # far above chance over ~10 legal moves
+    rates = [float(r["learning_rate"]) for r in rows]  # the rate of each epoch's last batch
+    if schedule == "constant":
+        assert rates == [3e-3] * 4
+    else:
+        assert rates[0] < 3e-3 and all(a > b for a, b in zip(rates, rates[1:])) and rates[-1] < 3e-4
 
     import dataclasses
 
-    train_supervised(str(tmp_path / "split"), dataclasses.replace(settings, epochs=2), verbose=False)
+    import agents.supervised
+
+    evaluated = agents.supervised.evaluate
+
+    def stop_in_epoch_3(net, data, settings, *args):  # a kill during epoch 3: epochs 1 and 2 are saved
+        if os.path.exists(tmp_path / "split" / "metrics.csv") and len(metrics(tmp_path / "split")) == 2:
+            raise KeyboardInterrupt
+        return evaluated(net, data, settings, *args)
+
+    monkeypatch.setattr(agents.supervised, "evaluate", stop_in_epoch_3)
+    with pytest.raises(KeyboardInterrupt):
+        train_supervised(str(tmp_path / "split"), settings, verbose=False)
+    monkeypatch.setattr(agents.supervised, "evaluate", evaluated)
     with pytest.raises(ValueError, match="resume=True"):
         train_supervised(str(tmp_path / "split"), settings, verbose=False)
     with pytest.raises(ValueError, match="learning_rate"):
