@@ -49,6 +49,8 @@ class SupervisedSettings:
     value_target: str = "mix"  # "result", "score" (the engine's, tanh(cp / score_scale)) or "mix"
     score_weight: float = 0.5  # share of the engine score in the "mix" target
     score_scale: float = 400.0
+    draw_penalty: float = 0.0  # weight of draw_move_loss (0: off)
+    winning_cp: int = 300  # where draw_move_loss applies: the engine scores the side to move at least this
     validation: float = 0.05  # share of games held out, chosen per game
     shuffle_games: int = 512
     # the network, as in agents.alphazero.train.Config
@@ -80,6 +82,23 @@ def policy_loss(logits: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor
     return -masked_log_softmax(logits, masks).gather(1, actions[:, None]).squeeze(1).mean()
 
 
+def draw_move_loss(logits: torch.Tensor, masks: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+    """``-log(1 - p(draw))``, the unlikelihood (Welleck et al., ICLR 2020) of the moves that draw at once.
+
+    ``draws`` marks them (:attr:`minichess_envs.dataset.Batch.draws`: only in positions the engine
+    scores as won); ``p(draw)`` is their total probability under the masked policy. Averaged over the
+    positions that have such a move; 0 if none has. The engine's one move says what to play; this says
+    what never to play when winning: the stalemate a policy walks into against a defender that has
+    nothing left.
+    """
+    marked = draws.any(1)
+    if not marked.any():
+        return logits.new_zeros(())
+    probabilities = masked_log_softmax(logits[marked], masks[marked]).exp()
+    p_draw = (probabilities * draws[marked]).sum(1).clamp(max=1.0 - 1e-6)
+    return -torch.log1p(-p_draw).mean()
+
+
 def scheduled_rate(settings: SupervisedSettings, peak: float, done: float, start: int = 0) -> float:
     """The learning rate after ``done`` epochs (fractional), in a cycle over epochs ``start + 1 .. settings.epochs``.
 
@@ -103,6 +122,12 @@ def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:
 def _tensors(batch: Batch, settings: SupervisedSettings):
     return (torch.from_numpy(batch.observations), torch.from_numpy(batch.masks), torch.from_numpy(batch.actions),
             torch.from_numpy(np.asarray(value_target(batch, settings), np.float32)), torch.from_numpy(batch.results))
+
+
+def dataset(settings: SupervisedSettings) -> GameDataset:
+    """The settings' training data (marking the moves that draw when ``draw_penalty`` is on)."""
+    return GameDataset(settings.data, validation=settings.validation, history=settings.history,
+                       last_move=settings.last_move, winning_cp=settings.winning_cp if settings.draw_penalty else None)
 
 
 def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:
@@ -134,9 +159,10 @@ def as_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: 
 
 
 def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettings, split: str = "validation") -> dict:
-    """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy."""
+    """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy;
+    with the draws marked, also the share of won positions with a drawing move where the policy's top move draws."""
     net.eval()
-    n = agree = signs = decisive = 0
+    n = agree = signs = decisive = marked = drawn = 0
     policy_sum = value_sum = 0.0
     with torch.no_grad():
         for batch in data.batches(1024, split=split, score_scale=settings.score_scale):
@@ -150,11 +176,20 @@ def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettin
             decisive += nonzero.sum().item()
             signs += (torch.sign(value[nonzero]) == results[nonzero]).sum().item()
             n += k
+            if batch.draws is not None:
+                draws = torch.from_numpy(batch.draws)
+                rows = draws.any(1)
+                top = logits.masked_fill(masks == 0, float("-inf")).argmax(1)
+                marked += rows.sum().item()
+                drawn += draws[rows].gather(1, top[rows][:, None]).sum().item()
     net.train()
     nan = float("nan")  # no held-out position (a tiny dataset): the metrics are undefined, not zero
-    return {f"{split}_top1": agree / n if n else nan, f"{split}_policy_loss": policy_sum / n if n else nan,
-            f"{split}_value_loss": value_sum / n if n else nan,
-            f"{split}_value_sign": signs / decisive if decisive else nan, f"{split}_positions": n}
+    row = {f"{split}_top1": agree / n if n else nan, f"{split}_policy_loss": policy_sum / n if n else nan,
+           f"{split}_value_loss": value_sum / n if n else nan,
+           f"{split}_value_sign": signs / decisive if decisive else nan, f"{split}_positions": n}
+    if data.winning_cp is not None:
+        row.update({f"{split}_draw_positions": marked, f"{split}_top_move_draws": drawn / marked if marked else nan})
+    return row
 
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
@@ -168,8 +203,7 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
     """
     if settings.threads:
         torch.set_num_threads(settings.threads)
-    data = GameDataset(settings.data, validation=settings.validation, history=settings.history,
-                       last_move=settings.last_move)
+    data = dataset(settings)
     variant = data.variant
     torch.manual_seed(settings.seed)
     net = make_net(settings, variant)
@@ -188,7 +222,7 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             as_agent(net, variant, settings, "supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
         net.train()
         for epoch in range(run.state.iteration + 1, settings.epochs + 1):
-            seen = policy_sum = value_sum = 0.0
+            seen = policy_sum = value_sum = draw_sum = 0.0
             for batch in data.batches(settings.batch_size, split="train", seed=settings.seed * 100_003 + epoch,
                                       shuffle_games=settings.shuffle_games, score_scale=settings.score_scale):
                 rate = scheduled_rate(settings, peak, epoch - 1 + min(seen / max(train_share, 1), 1.0), cycle_start)
@@ -197,8 +231,13 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
                 obs, masks, actions, target, _ = _tensors(batch, settings)
                 logits, value = forward(net, obs, masks)
                 p_loss, v_loss = policy_loss(logits, masks, actions), F.mse_loss(value, target)
+                loss = p_loss + v_loss
+                if settings.draw_penalty:
+                    d_loss = draw_move_loss(logits, masks, torch.from_numpy(batch.draws))
+                    loss = loss + settings.draw_penalty * d_loss
+                    draw_sum += d_loss.item() * len(actions)
                 optimizer.zero_grad()
-                (p_loss + v_loss).backward()
+                loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), settings.grad_clip)
                 optimizer.step()
                 seen += len(actions)
@@ -209,6 +248,8 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             row = {"epoch": epoch, "learning_rate": peak if seen == 0 else rate,
                    "train_policy_loss": policy_sum / max(seen, 1),
                    "train_value_loss": value_sum / max(seen, 1), "train_positions": int(seen)}
+            if settings.draw_penalty:
+                row["train_draw_loss"] = draw_sum / max(seen, 1)
             row.update(evaluate(net, data, settings))
             run.state.iteration = epoch
             run.state.env_steps += int(seen)

@@ -34,6 +34,7 @@ class TournamentResult:
     engines: list[str]
     ratings: dict[str, Rating]
     matches: list[MatchResult]
+    prior_draws: float = 1.0
 
 
 def checkpoint_tournament(
@@ -90,7 +91,7 @@ def checkpoint_tournament(
         close_agents(engines)
     ratings = elo_mle(rating_results(all_games(matches)), anchor=names[0], prior_draws=prior_draws,
                       players=[p.name for p in everyone])
-    return TournamentResult(names, [e.name for e in engines], ratings, matches)
+    return TournamentResult(names, [e.name for e in engines], ratings, matches, prior_draws)
 
 
 def tournament_table(result: TournamentResult) -> str:
@@ -100,6 +101,18 @@ def tournament_table(result: TournamentResult) -> str:
         r = result.ratings[name]
         rows.append([name, f"{r.elo:+.0f}", f"[{r.low:+.0f}, {r.high:+.0f}]", r.games, f"{r.score:.3f}"])
     return markdown_table(["player", "Elo", "95% interval", "games", "score"], rows)
+
+
+def pairings_table(result: TournamentResult) -> str:
+    """Markdown: each pairing's results from its first player's side, and the Elo difference that pairing's
+    games alone give (same model and prior as the ratings), for the reader to check the fit against."""
+    rows = []
+    for match in result.matches:
+        t = match.tally()
+        alone = elo_mle(rating_results(match.games), anchor=match.b, prior_draws=result.prior_draws)[match.a]
+        rows.append([f"{match.a} vs {match.b}", f"{t.wins}-{t.draws}-{t.losses}", f"{t.score:.3f}",
+                     f"{alone.elo:+.0f} [{alone.low:+.0f}, {alone.high:+.0f}]"])
+    return markdown_table(["pairing", "W-D-L", "score", "Elo difference from these games alone"], rows)
 
 
 def tournament_plot(result: TournamentResult, path: str, title: str = "Elo of the checkpoints") -> None:

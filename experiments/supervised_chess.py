@@ -29,7 +29,7 @@ from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.reports import generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
-from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
+from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 from minichess_envs.dataset import import_pgn, list_shards  # noqa: E402
 
 
@@ -138,6 +138,10 @@ opening plies per game. Elo by maximum likelihood (one virtual draw per pairing)
 **{final}: {gain.elo:+.0f} Elo [{gain.low:+.0f}, {gain.high:+.0f}] over {first}** (target: +200).
 
 {tournament_table(tournament)}
+
+The pairings:
+
+{pairings_table(tournament)}
 
 Plots: `tournament_elo.png`, `pretraining.png`; numbers: `tournament.csv`, `pretraining.csv`.
 

@@ -11,6 +11,8 @@
    results (``agents.supervised``), one checkpoint per epoch; then ``--dagger-rounds`` of DAgger: the raw
    policy plays random, the engine labels the positions it met, one more epoch each (the stalemates a policy
    learnt from balanced games walks into are where its own play leads, not where the engine's does).
+   Where the engine says the side to move is winning, moves that draw at once are penalised
+   (``--draw-penalty``); the learning rate falls on a cosine (``--lr-schedule``).
 3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.tournament``).
 4. The pretrained network is scored: raw policy against random (both colours), agreement with the
    engine on held-out games, and with search against minimax and on the ladder (``agents.ladder``:
@@ -44,7 +46,7 @@ from agents.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import SupervisedSettings, dagger, train_supervised, write_pretraining_files  # noqa: E402
-from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
+from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 
 VARIANT = "gardner"
 ENGINE_LEVELS = (1, 10, 100)
@@ -60,6 +62,12 @@ def parse(argv):
                         help="in those games, up to this share of the random side's pieces is taken off")
     parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--lr-schedule", default="cosine", choices=("constant", "cosine"),
+                        help="learning rate over the epochs: constant, or cosine down to 0 (and again in each "
+                             "DAgger round)")
+    parser.add_argument("--draw-penalty", type=float, default=1.0,
+                        help="weight of the unlikelihood of moves that draw at once where the engine says the "
+                             "side to move is winning (0: off)")
     parser.add_argument("--dagger-rounds", type=int, default=4,
                         help="DAgger rounds after pretraining: the policy plays, the engine labels, one more epoch")
     parser.add_argument("--dagger-games", type=int, default=1000, help="raw-policy games per colour in a round")
@@ -112,7 +120,7 @@ def main(argv=None) -> int:
     settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=config.blocks, channels=config.channels,
                                   policy_channels=config.policy_channels, history=config.history,
                                   last_move=config.last_move, simulations=args.simulations, seed=args.seed,
-                                  threads=args.threads)
+                                  threads=args.threads, lr_schedule=args.lr_schedule, draw_penalty=args.draw_penalty)
     pretrain_dir = os.path.join(args.out, "pretrain")
     timed("pretraining", lambda: train_supervised(pretrain_dir, settings, resume=os.path.exists(
         os.path.join(pretrain_dir, "checkpoint"))))
@@ -231,6 +239,13 @@ set also holds 5% of the labelled positions (held out by one-ply game).
         for name, t in result["matches"]])
     stage_rows = [[name, f"{s / 60:.1f}"] for name, s in seconds.items()]
     total = generated["total"]  # over every session that generated into the data folder
+    schedule_text = ("a constant learning rate" if args.lr_schedule == "constant" else
+                     "the learning rate falling from its peak to 0 on a cosine")
+    penalty_text = "" if not args.draw_penalty else f""" Where Fairy-Stockfish scores the side to move at
++{SupervisedSettings.winning_cp} cp or more, the moves that draw at once (stalemate, too little material to mate,
+repetition) also get an unlikelihood loss, -log(1 - p(drawing moves)), weight {args.draw_penalty:g}
+(`agents.supervised.draw_move_loss`; Welleck et al. 2020): the engine's move says what to play, this says
+what not to play when winning."""
     random_games = round(args.games * args.random_opponent)
     kinds = (f"about {args.games - random_games:,} self-play games and {random_games:,} against a uniformly "
              "random mover (only the engine's moves are learnt there)" if args.random_opponent else "self-play games")
@@ -240,7 +255,7 @@ set also holds 5% of the labelled positions (held out by one-ply game).
 ({total['positions']:,} positions, {total['targets']:,} of them the engine's
 moves; {generation_throughput(total)}), then {args.epochs} epochs of
 supervised training of the AlphaZero network (policy: the engine's move, cross-entropy over legal moves only;
-value: half game result, half engine score).
+value: half game result, half engine score; AdamW, {schedule_text}).{penalty_text}
 {dagger_text}
 ## The pretrained network
 
@@ -270,6 +285,10 @@ ladder's calibration, the agent's fitted against them):
 ## Checkpoint tournament (raw policies, {args.tournament_games} games a pairing)
 
 {tournament_table(tournament)}
+
+The pairings:
+
+{pairings_table(tournament)}
 
 Plot: `tournament_elo.png`; losses and agreement per epoch: `pretraining.png`, `pretraining.csv`.
 

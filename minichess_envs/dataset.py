@@ -234,6 +234,10 @@ class Batch(NamedTuple):
     actions: np.ndarray  #: int64 (n,), the move played
     results: np.ndarray  #: float32 (n,), the game result from the side to move (+1 / 0 / -1)
     scores: np.ndarray  #: float32 (n,), the engine's score mapped to [-1, 1] (:func:`score_to_value`)
+    #: int8 (n, num_actions) or None: the legal moves that end the game in a draw at once (stalemate,
+    #: insufficient material, repetition, no progress), marked only where the engine scores the side to
+    #: move at least :attr:`GameDataset.winning_cp` and the move played does not draw (None when that is unset)
+    draws: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -244,12 +248,15 @@ class GameDataset:
     :param validation: share of games held out (decided per game from a hash
         of its shard and index, so it never changes as shards are added).
     :param history, last_move: the observation settings (as the envs' ``history``/``last_move``).
+    :param winning_cp: if set, batches also carry :attr:`Batch.draws` for positions the engine scores
+        at least this for the side to move (a mate counts as more than any centipawn score).
     """
 
     directory: str
     validation: float = 0.05
     history: int = 1
     last_move: bool = True
+    winning_cp: int | None = None
 
     def __post_init__(self):
         self.entries = list_shards(self.directory)
@@ -272,15 +279,16 @@ class GameDataset:
     def _in_split(self, entry: dict, count: int, split: str) -> np.ndarray:
         key = int.from_bytes(hashlib.sha256(entry["file"].encode()).digest()[:4], "little")
         u = np.random.default_rng(key).random(count)
+        if split == "all":
+            return np.ones(count, bool)
         return u < self.validation if split == "validation" else u >= self.validation
 
     def games(self, split: str = "all") -> Iterator[tuple[str, np.ndarray, np.ndarray, str]]:
         """``(root_fen, actions, scores, result)`` per game of the split (``train``, ``validation`` or ``all``)."""
-        if split not in ("train", "validation", "all"):
-            raise ValueError(f"split must be 'train', 'validation' or 'all', not {split!r}")
+        _check_split(split)
         for entry in self.entries:
             shard = read_shard(self.directory, entry, self.variant)
-            keep = np.ones(shard.num_games, bool) if split == "all" else self._in_split(entry, shard.num_games, split)
+            keep = self._in_split(entry, shard.num_games, split)
             for g in np.flatnonzero(keep):
                 a, b = shard.offsets[g], shard.offsets[g + 1]
                 yield shard.root_fens[g], shard.actions[a:b], shard.scores[a:b], RESULT_TEXT[int(shard.results[g])]
@@ -293,7 +301,9 @@ class GameDataset:
         a buffer of ``shuffle_games`` games, so memory stays flat however
         large the dataset is. Games with result ``*`` give result target 0.
         Only a shard's training examples are yielded (see :meth:`ShardWriter.add_game`).
+        ``split``: ``train`` (shuffled), ``validation`` or ``all`` (in file order).
         """
+        _check_split(split)
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self.entries)) if split == "train" else range(len(self.entries))
         buffer: list[tuple] = []
@@ -335,9 +345,13 @@ class GameDataset:
         position = Position(self.variant, shard.root_fens[g])
         white_moves_first = position.turn == 0
         observations, masks = [], np.empty((len(actions), self.variant.num_actions), np.int8)
+        keep, scores = shard.targets[a:b], shard.scores[a:b]
+        draws = None if self.winning_cp is None else np.zeros(masks.shape, np.int8)
         for i, action in enumerate(actions):
             observations.append(position.observation(self.history, self.last_move))
             position.write_action_mask(masks[i])
+            if draws is not None and keep[i] and scores[i] >= self.winning_cp:
+                mark_drawing_moves(position, int(action), draws[i])
             position.push_action(int(action))
         code = int(shard.results[g])
         white_result = 0.0 if code in (0, 2) else float(code)
@@ -345,9 +359,31 @@ class GameDataset:
         results = np.where(mover_is_white, white_result, -white_result).astype(np.float32) + 0.0  # no -0.0
         observations = np.stack(observations) if observations else np.zeros(
             (0, *position.observation(self.history, self.last_move).shape), np.float32)
-        keep = shard.targets[a:b]
-        return observations[keep], masks[keep], actions[keep], results[keep], score_to_value(
-            shard.scores[a:b], score_scale)[keep]
+        values = score_to_value(scores, score_scale)
+        columns = (observations[keep], masks[keep], actions[keep], results[keep], values[keep])
+        return columns if draws is None else (*columns, draws[keep])
+
+
+def _check_split(split: str) -> None:
+    if split not in ("train", "validation", "all"):
+        raise ValueError(f"split must be 'train', 'validation' or 'all', not {split!r}")
+
+
+def mark_drawing_moves(position: Position, played: int, row: np.ndarray) -> None:
+    """Set ``row[action] = 1`` for each legal move of ``position`` that ends the game in a draw at once.
+
+    Nothing is marked if ``played`` draws too, or if every legal move does: there is then no better move
+    to prefer. ``position`` is left as it was.
+    """
+    legal = position.legal_actions()
+    for action in legal:
+        position.push_action(int(action))
+        reason, winner = position.outcome_code()
+        position.pop_code()
+        if reason and winner < 0:
+            row[action] = 1
+    if row[played] or row[legal].all():
+        row[:] = 0
 
 
 def import_pgn(source, directory: str, variant: str | Variant | None = None, games_per_shard: int = 1000,

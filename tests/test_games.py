@@ -295,3 +295,32 @@ def test_engine_labels_are_written_whole_and_an_interrupted_set_completes_withou
         assert abs(int(scores[0])) <= MATE_SCORE
     with pytest.raises(ValueError, match="11 positions but 10 results"):
         label_positions(directory, fens, results[:10], settings, prefix="x", workers=1, progress=False)
+
+
+def test_moves_that_draw_at_once_are_marked_where_the_engine_says_winning_as_python_chess_finds_them(tmp_path):
+    chess = pytest.importorskip("chess")
+    fens = ["7k/8/6K1/8/8/8/8/5Q2 w - - 0 1",  # several queen moves stalemate
+            "k7/8/8/8/8/8/1r6/K1B5 w - - 0 1",  # taking the rook leaves too little material to mate
+            "k7/8/1K6/8/8/8/8/1R6 w - - 0 1"]  # Rb1-b7 stalemates; most rook moves do not
+    games, expected = [], []
+    for fen in fens:
+        board = chess.Board(fen)
+        drawing = set()
+        for move in board.legal_moves:
+            board.push(move)
+            if board.is_stalemate() or board.is_insufficient_material():
+                drawing.add(move.uci())
+            board.pop()
+        assert drawing, fen
+        played = next(m.uci() for m in board.legal_moves if m.uci() not in drawing)
+        position = Position("chess", fen)
+        games.append((fen, [position.move_to_action(played)], [500], "*"))  # winning: marked
+        expected.append(sorted(position.move_to_action(m) for m in drawing))
+        games.append((fen, [position.move_to_action(played)], [200], "*"))  # not winning enough: none marked
+        expected.append([])
+        games.append((fen, [position.move_to_action(sorted(drawing)[0])], [500], "*"))  # the move played draws
+        expected.append([])
+    write(tmp_path, games, variant="chess", per_shard=100)
+    batch, = GameDataset(str(tmp_path), validation=1.0, winning_cp=300).batches(100, split="validation")
+    assert [sorted(np.flatnonzero(row)) for row in batch.draws] == expected
+    assert GameDataset(str(tmp_path), validation=1.0).batches(100, split="validation").__next__().draws is None

@@ -34,6 +34,26 @@ def test_masked_loss_ignores_illegal_logits_and_is_cross_entropy_when_all_are_le
     assert torch.isclose(policy_loss(logits.detach(), all_legal, actions), expected)
 
 
+def test_the_draw_move_loss_is_the_unlikelihood_of_the_marked_moves_over_the_legal_ones():
+    from agents.supervised import draw_move_loss
+
+    torch.manual_seed(0)
+    logits = torch.randn(4, 8, requires_grad=True)
+    masks = torch.ones(4, 8, dtype=torch.int8)
+    masks[:, 6:] = 0
+    draws = torch.zeros(4, 8, dtype=torch.int8)
+    draws[0, 1] = draws[0, 2] = draws[2, 5] = 1  # rows 1 and 3 have no drawing move: not averaged in
+    loss = draw_move_loss(logits, masks, draws)
+    p = torch.softmax(logits.detach()[:, :6], 1)
+    expected = -(torch.log(1 - p[0, 1] - p[0, 2]) + torch.log(1 - p[2, 5])) / 2
+    assert torch.isclose(loss, expected)
+    loss.backward()
+    assert torch.all(logits.grad[:, 6:] == 0) and torch.all(logits.grad[[1, 3]] == 0)
+    assert logits.grad[0, 1] > 0 and logits.grad[0, 2] > 0 and logits.grad[0, 0] < 0  # away from the draws
+    none = draw_move_loss(logits, masks, torch.zeros_like(draws))
+    assert none.item() == 0.0
+
+
 def teacher_games(tmp_path, count=60, seed=0):
     """Games in which one fixed rule picks every move (the lowest legal action): a policy that can be learned."""
     rng = np.random.default_rng(seed)
@@ -241,3 +261,43 @@ def test_dagger_labels_the_positions_the_policy_met_and_resumes(tmp_path):
     saved = torch.load(os.path.join(run, "checkpoint", "tensors.pt"), weights_only=True)
     assert saved["optimizer"]["param_groups"][0]["lr"] == 3e-4  # the round's rate, not the run's 1e-3
     assert any(e["file"].startswith("dagger-r2-") for e in list_shards(data))
+
+
+def test_the_draw_penalty_steers_the_policy_off_moves_that_draw_when_winning(tmp_path):
+    chess = pytest.importorskip("chess")
+    from minichess_envs.dataset import GameDataset
+
+    rng = np.random.default_rng(0)
+    games = []
+    for fen in ["7k/8/6K1/8/8/8/8/5Q2 w - - 0 1", "k7/8/1K6/8/8/8/8/1R6 w - - 0 1"]:
+        board = chess.Board(fen)
+        position = Position("chess", fen)
+        safe, drawing = [], []
+        for move in board.legal_moves:
+            board.push(move)
+            (drawing if board.is_stalemate() else safe).append(position.move_to_action(move.uci()))
+            board.pop()
+        for _ in range(40):
+            # half the examples play a stalemating move at a score of 0 (nothing is marked there), half a safe
+            # move at a winning score (the stalemating moves are marked): imitation alone splits the policy
+            games.append((fen, [int(rng.choice(drawing))], [0], "*"))
+            games.append((fen, [int(rng.choice(safe))], [900], "*"))
+    with ShardWriter(str(tmp_path / "data"), "chess", games_per_shard=200) as writer:
+        for game in games:
+            writer.add_game(*game)
+    p_draw = {}
+    for penalty in (0.0, 4.0):
+        settings = SupervisedSettings(data=str(tmp_path / "data"), epochs=6, blocks=1, channels=8, policy_channels=4,
+                                      batch_size=16, learning_rate=1e-2, validation=0.25, threads=1,
+                                      draw_penalty=penalty)
+        net = train_supervised(str(tmp_path / f"run{penalty}"), settings, verbose=False)
+        batch = next(GameDataset(settings.data, last_move=False, winning_cp=300).batches(1000, split="all"))
+        marked = torch.from_numpy(batch.draws).any(1)
+        with torch.no_grad():
+            logits, _ = net(torch.from_numpy(batch.observations[marked.numpy()]))
+            masks = torch.from_numpy(batch.masks[marked.numpy()])
+            probabilities = torch.softmax(logits.masked_fill(masks == 0, float("-inf")), 1)
+        p_draw[penalty] = (probabilities * torch.from_numpy(batch.draws)[marked]).sum(1).mean().item()
+        assert ("validation_top_move_draws" in metrics(tmp_path / f"run{penalty}")[-1]) == bool(penalty)
+    # The loss's optimum over a stalemating mass p is p = 1 / (2 + penalty): 1/2 without the penalty, 1/6 with 4
+    assert p_draw[0.0] > 0.2 and p_draw[4.0] < 0.6 * p_draw[0.0], p_draw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 
 import pytest
@@ -10,7 +11,7 @@ pytest.importorskip("torch")
 
 from agents.greedy import GreedyAgent  # noqa: E402
 from agents.random_agent import RandomAgent  # noqa: E402
-from agents.tournament import checkpoint_tournament, tournament_plot, tournament_table  # noqa: E402
+from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 
 
 def test_a_stronger_checkpoint_rates_higher_and_every_pair_is_linked(tmp_path):
@@ -23,6 +24,12 @@ def test_a_stronger_checkpoint_rates_higher_and_every_pair_is_linked(tmp_path):
     assert [(m.a, m.b) for m in result.matches] == [("epoch-000", "epoch-001")]
     table = tournament_table(result)
     assert "| epoch-001 |" in table and "95% interval" in table
+    # the pairing's own Elo: with two players the fit is closed-form, the score with one virtual draw added
+    t = result.matches[0].tally()
+    score = (t.wins + t.draws / 2 + 0.5) / (t.games + 1)
+    row = next(line for line in pairings_table(result).splitlines() if line.startswith("| epoch-000 vs epoch-001"))
+    assert f"| {t.wins}-{t.draws}-{t.losses} |" in row
+    assert f"| {400 * math.log10(score / (1 - score)):+.0f} [" in row
     tournament_plot(result, str(tmp_path / "elo.png"))
     assert (tmp_path / "elo.png").stat().st_size > 1000
 
