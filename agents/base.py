@@ -85,6 +85,7 @@ AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
     "agents.ppo.agent:ByColorAgent",
     "agents.alphazero.agent:AlphaZeroAgent",
     "agents.alphazero.boardgames:BoardGameAlphaZeroAgent",
+    "agents.boardgame_ppo:BoardGamePPOAgent",
 ])
 
 

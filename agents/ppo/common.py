@@ -1,5 +1,9 @@
 """What the PPO backends share (built-in, RLlib, stable-baselines3): settings, opponents, evaluation, the loop.
 
+A run trains on a chess ``variant``, or (built-in backend only) on a PettingZoo board game when
+``PPOSettings.game`` names one: then the env, the network's policy head, the evaluation and the saved
+agent come from :mod:`agents.boardgame_ppo`, and the loop is the same.
+
 A run directory is :mod:`agents.runs`'s (``checkpoint/``, ``metrics.csv``,
 ``tensorboard/``) plus ``agent/``, the policy as a
 :class:`~agents.ppo.agent.PPOAgent`. The checkpoint holds the backend's
@@ -37,6 +41,9 @@ class PPOSettings:
     """
 
     variant: str = "gardner-kingcapture"
+    # a board game ("tictactoe", "connect_four") instead of the variant: the native backend only; the
+    # reward is the game's result, agent_color is the learner's seat ("white": first, "black": second)
+    game: str | None = None
     agent_color: str = "white"  # "white", "black" or "random"
     reward: str = "material"  # "outcome" or "material"
     material_scale: float = MATERIAL_SCALE  # reward per pawn of material lead gained (reward="material")
@@ -75,6 +82,13 @@ class PPOSettings:
 
     def __post_init__(self):
         get_variant(self.variant)  # an unknown name fails here, with the catalogue listed
+        if self.game is not None:
+            from agents.boardgame_ppo import check_game
+
+            check_game(self.game)  # an unknown name fails here, with the known games listed
+            if self.opponent is not None or self.start != "default":
+                raise ValueError(f"a {self.game} run plays from the empty board against the random player or "
+                                 "(selfplay) its past selves: opponent and start are chess settings")
         checks = {
             "agent_color": self.agent_color in ("white", "black", "random"),
             "reward": self.reward in ("outcome", "material"),
@@ -119,10 +133,19 @@ class PPOSettings:
                 "material_scale": self.material_scale, "illegal_action": "raise"}
 
     def net_config(self) -> PPONetConfig:
+        if self.game is not None:
+            from agents.boardgame_ppo import net_config_for
+
+            return net_config_for(self.game, self.channels, self.conv_layers, self.value_hidden)
         variant = get_variant(self.variant)
         encoding = ObservationEncoding(variant)
         return PPONetConfig.for_variant(variant, encoding.num_channels, channels=self.channels,
                                         conv_layers=self.conv_layers, value_hidden=self.value_hidden)
+
+    @property
+    def task(self) -> str:
+        """What the run plays: the board game, else the chess variant."""
+        return self.game or self.variant
 
     def eval_colors(self) -> list[str]:
         return ["white", "black"] if self.agent_color == "random" else [self.agent_color]
@@ -144,14 +167,24 @@ def initial_weights(settings: PPOSettings) -> dict | None:
     """The state dict of ``settings.init_from`` (a saved :class:`PPOAgent` of the same shape), or ``None``."""
     if settings.init_from is None:
         return None
-    agent = PPOAgent.load(settings.init_from)
+    if settings.game is not None:
+        from agents.boardgame_ppo import BoardGamePPOAgent
+
+        agent = BoardGamePPOAgent.load(settings.init_from)
+    else:
+        agent = PPOAgent.load(settings.init_from)
     if agent.net.config != settings.net_config():
         raise ValueError(f"init_from {settings.init_from!r} has network {agent.net.config}, "
                          f"the settings ask for {settings.net_config()}")
     return agent.net.state_dict()
 
 
-def make_agent(net: PPONet, settings: PPOSettings, backend: str, name: str = "ppo") -> PPOAgent:
+def make_agent(net: PPONet, settings: PPOSettings, backend: str, name: str = "ppo"):
+    """The saved form of a policy: a :class:`PPOAgent`, or for a board game a ``BoardGamePPOAgent``."""
+    if settings.game is not None:
+        from agents.boardgame_ppo import BoardGamePPOAgent
+
+        return BoardGamePPOAgent(net, settings.game, name=name, backend=backend)
     return PPOAgent(net, settings.variant, 1, True, name=name, backend=backend)
 
 
@@ -166,7 +199,12 @@ def net_from_weights(settings: PPOSettings, state_dict: dict, prefix: str = "") 
 
 
 def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, colors: list[str] | None = None) -> dict:
-    """Win rates against the random player, per color (``versus_random``; deterministic agent)."""
+    """Win rates against the random player, per color (``versus_random``; deterministic agent); for a board
+    game per seat, ``first`` and ``second`` (``agents.boardgame_ppo.evaluate``)."""
+    if settings.game is not None:
+        from agents.boardgame_ppo import evaluate as evaluate_game
+
+        return evaluate_game(agent, settings.game, games, seed)
     row = {}
     for color in colors or settings.eval_colors():
         match = versus_random(agent, settings.variant, games=games, color=color, seed=seed)
@@ -236,15 +274,17 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
     if settings.selfplay and kind != "native":
         raise ValueError(f"selfplay (a pool of past selves) is the native backend's; {kind} trains against "
                          "the random player or a saved opponent (the Alpha-Mini procedure: --selfplay)")
+    if settings.game is not None and kind != "native":
+        raise ValueError(f"board games ({settings.game}) train with the native backend only, not {kind}")
     if settings.draw_reward and kind != "native":
         raise ValueError(f"draw_reward is a shaping option of the native backend; {kind} takes the env's rewards")
     run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, backend = run.state, None
     if budget.env_steps is not None:
-        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {settings.variant} {settings.agent_color}",
+        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {settings.task} {settings.agent_color}",
                                 unit="step", done=state.env_steps)
     else:
-        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {settings.variant}", unit="s",
+        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {settings.task}", unit="s",
                                 done=int(state.elapsed_s))
     try:
         backend = make_backend(settings)

@@ -3,7 +3,8 @@
 1. Settings: :class:`~agents.ppo.common.PPOSettings` (the same as the RLlib and SB3 backends).
 2. Environments: ``num_envs`` games stepped together, the learner's move and the opponent's reply in
    one env step: our C-stepped vector env (``gym.make_vec``) against the random player or a saved
-   agent, or :class:`~agents.ppo.selfplay.SelfPlayVectorEnv` against a pool of past selves.
+   agent, or :class:`~agents.ppo.selfplay.SelfPlayVectorEnv` against a pool of past selves; for a
+   board game (``settings.game``) :class:`~agents.boardgame_ppo.BoardGameVectorEnv`.
 3. Rollout: ``train_batch / num_envs`` steps of every game, actions sampled from the masked policy.
 4. GAE: advantages and returns, terminal and truncated endings told apart.
 5. Update: ``epochs`` passes of shuffled minibatches; clipped policy loss, clipped value loss,
@@ -45,7 +46,12 @@ from minichess_envs.variants import get_variant
 
 
 def make_envs(settings: PPOSettings):
-    """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent."""
+    """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent;
+    a board game's (``settings.game``) from :mod:`agents.boardgame_ppo`."""
+    if settings.game is not None:
+        from agents.boardgame_ppo import make_envs as make_game_envs
+
+        return make_game_envs(settings)
     if settings.selfplay:
         return SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
                                  random_share=settings.selfplay_random, **settings.env_kwargs())

@@ -3,10 +3,13 @@
 Input: observation planes ``(batch, height, width, channels)`` and the legal-
 action mask ``(batch, num_actions)``. A small conv trunk feeds two heads:
 
-* policy: a 3x3 conv with one output plane per action plane, read square by
-  square, so logit ``(file * height + rank) * planes + plane`` comes from the
-  features at the from-square ``(rank, file)``: the layout of the action
-  encoding, no large linear layer;
+* policy (``policy_head="planes"``, chess): a 3x3 conv with one output plane
+  per action plane, read square by square, so logit
+  ``(file * height + rank) * planes + plane`` comes from the features at the
+  from-square ``(rank, file)``: the layout of the action encoding, no large
+  linear layer;
+* policy (``policy_head="linear"``, actions that are not square planes, such as
+  Connect Four's 7 columns): one linear layer over the flattened trunk;
 * value: flatten -> linear -> ReLU -> linear, one number.
 
 Illegal actions get the most negative float as logit (:func:`mask_logits`),
@@ -21,6 +24,8 @@ import dataclasses
 import torch
 from torch import nn
 
+POLICY_HEADS = ("planes", "linear")
+
 
 @dataclasses.dataclass
 class PPONetConfig:
@@ -33,6 +38,11 @@ class PPONetConfig:
     channels: int = 64
     conv_layers: int = 3
     value_hidden: int = 128
+    policy_head: str = "planes"  # "planes" (spatial, chess's action encoding) or "linear" (any actions)
+
+    def __post_init__(self):
+        if self.policy_head not in POLICY_HEADS:
+            raise ValueError(f"policy_head must be one of {', '.join(POLICY_HEADS)}, got {self.policy_head!r}")
 
     @property
     def num_planes(self) -> int:
@@ -54,7 +64,7 @@ def mask_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class PPONet(nn.Module):
-    """Conv trunk, spatial policy head, value head; sized by :class:`PPONetConfig`."""
+    """Conv trunk, policy head (spatial or linear), value head; sized by :class:`PPONetConfig`."""
 
     def __init__(self, config: PPONetConfig):
         super().__init__()
@@ -65,13 +75,17 @@ class PPONet(nn.Module):
             layers += [nn.Conv2d(cin, c, 3, padding=1), nn.ReLU()]
             cin = c
         self.trunk = nn.Sequential(*layers)
-        self.policy_head = nn.Conv2d(c, config.num_planes, 3, padding=1)
         squares = config.height * config.width
+        if config.policy_head == "linear":
+            self.policy_head = nn.Sequential(nn.Flatten(), nn.Linear(c * squares, config.num_actions))
+        else:
+            self.policy_head = nn.Conv2d(c, config.num_planes, 3, padding=1)
         self.value_head = nn.Sequential(nn.Flatten(), nn.Linear(c * squares, config.value_hidden), nn.ReLU(),
                                         nn.Linear(config.value_hidden, 1))
         # Small initial logits and values: a near-uniform first policy, as PPO implementations start.
-        nn.init.normal_(self.policy_head.weight, std=0.01)
-        nn.init.zeros_(self.policy_head.bias)
+        policy_out = self.policy_head[-1] if config.policy_head == "linear" else self.policy_head
+        nn.init.normal_(policy_out.weight, std=0.01)
+        nn.init.zeros_(policy_out.bias)
         nn.init.normal_(self.value_head[-1].weight, std=0.01)
         nn.init.zeros_(self.value_head[-1].bias)
 
@@ -81,6 +95,8 @@ class PPONet(nn.Module):
 
     def unmasked_logits(self, features: torch.Tensor) -> torch.Tensor:
         """Logits ``(B, A)`` of every action, legal or not, in the action encoding's order."""
+        if self.config.policy_head == "linear":
+            return self.policy_head(features)
         planes = self.policy_head(features)  # (B, planes, rank, file)
         return planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
 
@@ -90,6 +106,8 @@ class PPONet(nn.Module):
         Read from the head's output in (rank, file, plane) order, which is how the convolution lays it
         out in memory for our channels-last observations, so no ``(B, A)`` copy is made.
         """
+        if self.config.policy_head == "linear":
+            return self.policy_head(features).gather(1, actions)
         planes = self.policy_head(features).permute(0, 2, 3, 1)  # (B, rank, file, plane)
         square, plane = actions.div(self.config.num_planes, rounding_mode="floor"), actions % self.config.num_planes
         file, rank = square.div(self.config.height, rounding_mode="floor"), square % self.config.height

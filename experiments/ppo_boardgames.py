@@ -1,0 +1,203 @@
+"""The built-in PPO on Tic-Tac-Toe and Connect Four (PettingZoo), against the random player or in self-play.
+
+    python experiments/ppo_boardgames.py                              # Tic-Tac-Toe against random: ~2 min, 2 cores
+    python experiments/ppo_boardgames.py --opponent self              # in self-play
+    python experiments/ppo_boardgames.py --game connect_four --minutes 10
+    python experiments/ppo_boardgames.py --resume                     # continue an interrupted run
+
+One network plays both seats (drawn per game); ``--opponent self`` trains against a pool of its past
+selves (``agents/ppo/selfplay.py``'s ``OpponentPool``) with ``--random-share`` of the games against the
+random player. The algorithm, checkpoints, resume, metrics and TensorBoard are the chess PPO's
+(``agents/ppo/native.py``, ``agents.runs``); the env, the linear policy head, the evaluation and the
+saved agent are ``agents/boardgame_ppo.py``'s.
+
+Judged at the end: Tic-Tac-Toe by our exhaustive minimax on every one of the 4,520 positions where the
+game goes on (value-preserving: the move keeps a win a win and a draw a draw); both games by
+``--final-games`` games per seat against the random player, and Connect Four by ``--match-games`` per
+seat against alpha-beta depth 2 (``agents.boardgame_judges``), each beside the random player's own
+result in the same games. Writes ``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv,
+matches.csv, win_rates.png, checkpoint/, tensorboard/ and agent/ (``agents.load(".../agent")``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
+
+from agents.boardgame_ppo import CHESS_SETTINGS  # noqa: E402
+from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.reports import curves_plot, markdown_table  # noqa: E402
+from agents.runs import machine, machine_text, write_csv  # noqa: E402
+
+#: Per game: the budget (env steps and minutes, whichever comes first) and PPO's settings. The rewards
+#: come only at the end of short games, so gamma is near 1, unlike chess's material-shaped 0.3.
+GAME_DEFAULTS = {
+    "tictactoe": dict(steps=300_000, minutes=5.0, lr=1e-3, train_batch=2048, num_envs=64, minibatch=256,
+                      epochs=4, channels=32, conv_layers=2, value_hidden=64),
+    "connect_four": dict(steps=2_000_000, minutes=15.0, lr=5e-4, train_batch=4096, num_envs=64, minibatch=512,
+                         epochs=4, channels=48, conv_layers=3, value_hidden=128),
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", choices=tuple(GAME_DEFAULTS), default="tictactoe")
+    p.add_argument("--opponent", choices=("random", "self"), default="random")
+    p.add_argument("--out", default=None, help="default: runs/ppo_<game>_<opponent>")
+    p.add_argument("--steps", type=int, default=None, help="env steps (learner moves); default: GAME_DEFAULTS")
+    p.add_argument("--minutes", type=float, default=None, help="wall-clock limit; default: GAME_DEFAULTS")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--gamma", type=float, default=0.99)
+    p.add_argument("--lambda", dest="lambda_", type=float, default=0.95)
+    p.add_argument("--entropy", type=float, default=0.01)
+    for name in ("lr", "train_batch", "num_envs", "minibatch", "epochs", "channels", "conv_layers", "value_hidden"):
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=float if name == "lr" else int, default=None,
+                       help="default: GAME_DEFAULTS")
+    p.add_argument("--random-share", type=float, default=0.2, help="self-play: share of games against random")
+    p.add_argument("--pool-every", type=int, default=5, help="self-play: iterations between snapshots")
+    p.add_argument("--eval-games", type=int, default=200, help="games per seat for the learning curves")
+    p.add_argument("--eval-every", type=int, default=5, help="iterations between learning-curve points")
+    p.add_argument("--final-games", type=int, default=500, help="games per seat against random at the end")
+    p.add_argument("--match-games", type=int, default=100, help="Connect Four: games per seat against alpha-beta")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    defaults = GAME_DEFAULTS[args.game]
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.out = args.out or f"runs/ppo_{args.game}_{args.opponent}"
+    if args.steps < 1 or args.minutes <= 0 or args.final_games < 1:
+        p.error("--steps, --minutes and --final-games must be positive")
+    return args
+
+
+def settings_for(args) -> PPOSettings:
+    return PPOSettings(game=args.game, agent_color="random", gamma=args.gamma, lambda_=args.lambda_, lr=args.lr,
+                       entropy_coeff=args.entropy, train_batch=args.train_batch, minibatch=args.minibatch,
+                       epochs=args.epochs, num_envs=args.num_envs, channels=args.channels,
+                       conv_layers=args.conv_layers, value_hidden=args.value_hidden, seed=args.seed, threads=1,
+                       selfplay=args.opponent == "self", selfplay_random=args.random_share,
+                       pool_every=args.pool_every)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    from agents import load
+    from agents.boardgame_judges import (ConnectFourAlphaBeta, choose_in_batches, play_match, random_player,
+                                         score_moves, solve_tictactoe)
+    from agents.ppo import native
+
+    args = parse_args(argv)
+    torch.set_num_threads(1)
+    measured = machine()
+    started = time.perf_counter()
+    settings = settings_for(args)
+    state = native.train(settings, args.out, env_steps=args.steps, minutes=args.minutes, eval_games=args.eval_games,
+                         eval_every=args.eval_every, resume=args.resume, desc=f"ppo {args.game} vs {args.opponent}")
+    train_s = state.elapsed_s
+
+    print("final evaluation ...", flush=True)
+    t = time.perf_counter()
+    agent = load(os.path.join(args.out, "agent"))
+    players = {"PPO": agent.act_games, "baseline: random": random_player(args.seed + 2)}
+    scores = {}
+    if args.game == "tictactoe":
+        table = solve_tictactoe()
+        positions = table.non_terminal()
+        move_values = [table.move_values(g) for g in positions]
+        scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
+                  for label, choose in players.items()}
+    opponents = {"random": (lambda: random_player(args.seed + 1), args.final_games)}
+    if args.game == "connect_four":
+        opponents["alpha-beta depth 2"] = (lambda: ConnectFourAlphaBeta(2, args.seed + 1), args.match_games)
+    matches = [play_match(args.game, choose, make_opponent(), games, first, (label, name))
+               for name, (make_opponent, games) in opponents.items()
+               for label, choose in players.items() for first in (True, False)]
+    final_s = time.perf_counter() - t
+    write_report(args, settings, state, scores, matches, train_s, final_s, time.perf_counter() - started,
+                 machine_text(measured))
+    print(open(os.path.join(args.out, "report.md")).read())
+    return 0
+
+
+def write_report(args, settings, state, scores, matches, train_s, final_s, wall_s, measured_on: str) -> None:
+    out, metrics = args.out, state.metrics
+    evaluated = [m for m in metrics if "win_rate_first" in m]
+    curves = {f"{seat} vs random": ([m["env_steps"] for m in evaluated], [m[f"win_rate_{seat}"] for m in evaluated])
+              for seat in ("first", "second")}
+    curves_plot(os.path.join(out, "win_rates.png"), curves, "env steps (learner moves)", "win rate",
+                f"PPO on {args.game} ({args.opponent}): greedy policy against random, {args.eval_games} games a seat")
+    write_csv(os.path.join(out, "matches.csv"), [m.row() for m in matches])
+    match_rows = [[m.player, m.opponent, "first" if m.first else "second", f"{m.wins}-{m.draws}-{m.losses}",
+                   "**{:.3f}** [{:.3f}, {:.3f}]".format(m.wins / m.games, *m.interval("wins")),
+                   "{:.3f} [{:.3f}, {:.3f}]".format(1 - m.losses / m.games, *m.interval("not_lost"))]
+                  for m in matches]
+    score_text = ""
+    if scores:
+        rows, table = [], []
+        for label, s in scores.items():
+            for side in ("all", "first player to move", "second player to move"):
+                r = s if side == "all" else s[side]
+                counts = {k: v for k, v in r.items() if not isinstance(v, dict)}
+                rows.append({"player": label, "to move": side, **counts})
+                table.append([label, side, f"{r['positions']:,}", f"**{r['value_preserving']:.4f}**",
+                              r["win->draw"], r["win->loss"], r["draw->loss"]])
+        write_csv(os.path.join(out, "scores.csv"), rows)
+        score_text = f"""## Every position (exhaustive minimax)
+
+Each of the 4,520 positions where the game goes on, the greedy policy's move against the solved values
+(value-preserving: a win stays a win, a draw a draw).
+
+{markdown_table(["player", "to move", "positions", "value-preserving", "win->draw", "win->loss", "draw->loss"], table)}
+
+"""
+    opponent = ("the random player" if args.opponent == "random" else
+                f"a pool of its past selves (a snapshot every {settings.pool_every} iterations, the newest "
+                f"{settings.pool_size}, drawn with a recency bias), {settings.selfplay_random:.0%} of games against "
+                "random")
+    last = metrics[-1]
+    text = f"""# The built-in PPO on {args.game} against {args.opponent}
+
+{state.iteration} iterations, {state.env_steps:,} env steps (learner moves) against {opponent}; one network
+for both seats (drawn per game), a {settings.conv_layers}-layer {settings.channels}-channel conv trunk with a
+linear policy head. The final greedy policy (its most probable legal move) is judged below.
+
+{score_text}## Matches
+
+W-D-L from the named player's side; win rate and not-lost rate with 95% Wilson intervals. The random
+player's rows are the baseline in the same games.
+
+{markdown_table(["player", "opponent", "player moves", "W-D-L", "win rate", "not lost"], match_rows)}
+
+At the last iteration: training win rate {last['train_win_rate']:.3f}, entropy {last['entropy']:.3f},
+value explained variance {last['vf_explained_var']:.3f}. Learning curve: `win_rates.png`; per iteration:
+`metrics.csv`; final numbers: `matches.csv`{", `scores.csv`" if scores else ""}.
+
+Time: training {train_s / 60:.1f} min ({state.env_steps / max(train_s, 1e-9):,.0f} env steps/s, learning-curve
+games included), final evaluation {final_s:.0f} s, this invocation {wall_s / 60:.1f} min (a resumed run's training
+time counts every part). {measured_on}
+
+## Settings
+
+```
+{chr(10).join(f"{k} = {v}" for k, v in dataclasses.asdict(settings).items() if k not in CHESS_SETTINGS)}
+```
+
+The trained agent: `agents.load("{os.path.join(out, 'agent')}")`; in PettingZoo's env
+`agent.act(obs["observation"], obs["action_mask"])`, on `agents.alphazero.game` games `agent(games)`.
+"""
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ValueError as exc:  # bad settings or a run directory in the way: say which, without a traceback
+        sys.exit(f"error: {exc}")
