@@ -7,7 +7,7 @@
 1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``); in a
    share of the games (``--random-opponent``) it plays a random mover instead, so the data shows how to
    finish off a weak defender (only the engine's moves are learnt).
-2. The AlphaZero network (experiments/alphazero_gardner.py's shape) learns the engine's moves and the
+2. The AlphaZero network (4 residual blocks of 64 channels; ``--blocks``, ``--channels``) learns the engine's moves and the
    results (``agents.supervised``), one checkpoint per epoch; then ``--dagger-rounds`` of DAgger: the raw
    policy plays random, the engine labels the positions it met, one more epoch each (the stalemates a policy
    learnt from balanced games walks into are where its own play leads, not where the engine's does).
@@ -62,6 +62,9 @@ def parse(argv):
                         help="in those games, up to this share of the random side's pieces is taken off")
     parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--blocks", type=int, default=4, help="residual blocks of the network (pretrained and self-play)")
+    parser.add_argument("--channels", type=int, default=64, help="the network's channels")
+    parser.add_argument("--policy-channels", type=int, default=32, help="channels of the policy head")
     parser.add_argument("--lr-schedule", default="cosine", choices=("constant", "cosine"),
                         help="learning rate over the epochs: constant, or cosine down to 0 (and again in each "
                              "DAgger round)")
@@ -116,7 +119,8 @@ def main(argv=None) -> int:
     stage("2. pretraining", started)
     config = gardner_config(os.path.join(args.out, "selfplay_scratch"), iterations=args.selfplay_iterations,
                             games=args.selfplay_games, simulations=args.simulations, seed=args.seed,
-                            threads=args.threads)
+                            threads=args.threads, blocks=args.blocks, channels=args.channels,
+                            policy_channels=args.policy_channels)
     settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=config.blocks, channels=config.channels,
                                   policy_channels=config.policy_channels, history=config.history,
                                   last_move=config.last_move, simulations=args.simulations, seed=args.seed,
