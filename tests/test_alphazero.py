@@ -301,3 +301,13 @@ def test_playout_caps_record_only_full_searches_and_q_weight_mixes_the_root_valu
     mixed, _ = run(value_q_weight=1.0)
     assert set(np.unique(results.values)) <= {-1.0, 0.0, 1.0}
     assert np.all(np.abs(mixed.values) <= 1.0) and not set(np.unique(mixed.values)) <= {-1.0, 0.0, 1.0}
+
+
+def test_the_gardner_settings_take_any_change_and_keep_the_rest():
+    from agents.alphazero.train import gardner_config
+
+    default = gardner_config("run")
+    wider = gardner_config("run", blocks=4, channels=64, policy_channels=32, learning_rate=1e-3)
+    assert (wider.blocks, wider.channels, wider.policy_channels, wider.learning_rate) == (4, 64, 32, 1e-3)
+    assert (default.blocks, default.channels, default.learning_rate) == (3, 48, 2e-3)
+    assert wider.search == default.search and wider.buffer_size == default.buffer_size

@@ -81,15 +81,15 @@ class Config:
 
 def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulations: int = 48, **changes) -> Config:
     """The Gardner settings of experiments/alphazero_gardner.py and supervised_gardner.py."""
-    return Config(
+    settings = dict(
         variant="gardner", run_dir=run_dir, iterations=iterations,
         games_per_iteration=games, temperature_plies=12, ply_limit=120,
         search=SearchConfig(simulations=simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=0.3, dirichlet_epsilon=0.25),
         blocks=3, channels=48, policy_channels=8, history=1, last_move=False,
-        buffer_size=150_000, sample_reuse=2.0, batch_size=256, weight_decay=1e-4,
-        **{"learning_rate": 2e-3, **changes},
+        buffer_size=150_000, sample_reuse=2.0, batch_size=256, weight_decay=1e-4, learning_rate=2e-3,
     )
+    return Config(**{**settings, **changes})  # any of these settings can be changed
 
 
 def make_net(config: Config) -> tuple[PolicyValueNet, ObservationEncoding]:
