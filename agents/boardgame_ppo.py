@@ -28,13 +28,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from agents.alphazero.game import GAMES, new_game
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
-from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM
+from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM, PastSelfVectorEnv
 from agents.weights import load_network, save_network
 
 SEATS = ("first", "second")
@@ -55,7 +54,7 @@ def check_game(name: str) -> str:
 # -- the vector env ---------------------------------------------------------------------------------
 
 
-class BoardGameVectorEnv(VectorEnv):
+class BoardGameVectorEnv(PastSelfVectorEnv):
     """``num_envs`` games of the learner against the random player or its past self.
 
     Each game draws at its start the learner's seat (``learner_seat``: ``"first"``, ``"second"`` or
@@ -64,8 +63,6 @@ class BoardGameVectorEnv(VectorEnv):
     The opponent's first move, when the learner sits second, is made before the learner sees the
     board. Reward +1 / 0 / -1 for the learner at the end, 0 before; games end only by the rules.
     """
-
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, game: str, num_envs: int, *, learner_seat: str = "random", random_share: float = 0.2,
                  net_config: PPONetConfig | None = None):
@@ -83,26 +80,7 @@ class BoardGameVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.games = [probe.copy() for _ in range(num_envs)]
-        self.learners = np.zeros(num_envs, np.int8)  # the learner's player number, 0 moves first
-        self.kinds = np.zeros(num_envs, np.int8)  # RANDOM or PAST_SELF
-        self.past_self = PPONet(net_config or net_config_for(game)).eval()
-        self.has_past_self = False
-        self.generator = torch.Generator()
-        self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
-        self._rngs = [np.random.default_rng() for _ in range(num_envs)]
-
-    def set_past_self(self, state_dict: dict) -> None:
-        self.past_self.load_state_dict(state_dict)
-        self.has_past_self = True
-
-    def reset(self, *, seed: int | None = None, options=None):
-        """New games everywhere; game i's random stream is seeded ``seed + i``."""
-        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
-        self._rngs = [np.random.default_rng(s) for s in seeds]
-        self.generator.manual_seed(0 if seed is None else seed)
-        self.games_started[:] = 0
-        self._new_games(np.arange(self.num_envs))
-        return self._observations(), {}
+        self._init_opponents(num_envs, net_config or net_config_for(game))  # learners: 0 moves first
 
     def step(self, actions):
         actions = np.asarray(actions, np.int64).reshape(self.num_envs)

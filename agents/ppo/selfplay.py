@@ -72,14 +72,41 @@ class OpponentPool:
         self.snapshots = [(int(it), dict(w)) for it, w in zip(state["iterations"], state["weights"])]
 
 
-class SelfPlayVectorEnv(VectorEnv):
+class PastSelfVectorEnv(VectorEnv):
+    """What the self-play vector envs share: per-game random streams, the past self's network and
+    :meth:`reset`. A subclass starts games in ``_new_games(indices)`` and batches them in ``_observations()``."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def _init_opponents(self, num_envs: int, net_config: PPONetConfig) -> None:
+        self.kinds = np.zeros(num_envs, np.int8)  # RANDOM or PAST_SELF, per game
+        self.learners = np.zeros(num_envs, np.int8)
+        self.past_self = PPONet(net_config).eval()
+        self.has_past_self = False
+        self.generator = torch.Generator()
+        self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
+        self._rngs = [np.random.default_rng() for _ in range(num_envs)]
+
+    def set_past_self(self, state_dict: dict) -> None:
+        self.past_self.load_state_dict(state_dict)
+        self.has_past_self = True
+
+    def reset(self, *, seed: int | None = None, options=None):
+        """New games everywhere; game i's random stream is seeded ``seed + i``."""
+        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
+        self._rngs = [np.random.default_rng(s) for s in seeds]
+        self.generator.manual_seed(0 if seed is None else seed)
+        self.games_started[:] = 0
+        self._new_games(np.arange(self.num_envs))
+        return self._observations(), {}
+
+
+class SelfPlayVectorEnv(PastSelfVectorEnv):
     """``num_envs`` games of the learner against the random player or the past self (see the module doc).
 
     :meth:`set_past_self` loads the weights the past self plays with; until
     then (an empty pool) every game is against the random player.
     """
-
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int, variant: str, net_config: PPONetConfig, *, agent_color: str = "random",
                  reward: str = "outcome", start: str = "default", random_share: float = 0.2,
@@ -97,27 +124,9 @@ class SelfPlayVectorEnv(VectorEnv):
         self.starts = StartPositions(self.variant, start)
         self.duels = [Duel(Opponent(None, self.encoding), reward, material_scale, self.variant.ply_limit)
                       for _ in range(num_envs)]
-        self.kinds = np.zeros(num_envs, np.int8)
-        self.learners = np.zeros(num_envs, np.int8)
-        self.past_self = PPONet(net_config).eval()
-        self.has_past_self = False
-        self.generator = torch.Generator()
-        self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
+        self._init_opponents(num_envs, net_config)
         self._obs = np.zeros((num_envs, *self.encoding.shape), np.float32)
         self._masks = np.zeros((num_envs, self.variant.num_actions), np.int8)
-
-    def set_past_self(self, state_dict: dict) -> None:
-        self.past_self.load_state_dict(state_dict)
-        self.has_past_self = True
-
-    def reset(self, *, seed: int | None = None, options=None):
-        """New games everywhere; game i's generator is seeded ``seed + i``."""
-        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
-        self._rngs = [np.random.default_rng(s) for s in seeds]
-        self.generator.manual_seed(0 if seed is None else seed)
-        self.games_started[:] = 0
-        self._new_games(np.arange(self.num_envs))
-        return self._observations(), {}
 
     def step(self, actions):
         actions = np.asarray(actions, np.int64)
