@@ -46,6 +46,7 @@ from agents.ladder import Ladder, ladder_table, play_ladder  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.reports import baseline_table, baselines, curves_plot, line_plot, markdown_table  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
+from agents.ratings import wilson_interval  # noqa: E402
 from agents.runs import machine, machine_text, read_state  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
 
@@ -87,6 +88,11 @@ def main(argv=None) -> int:
                         help="share of moves searched in full under playout caps")
     parser.add_argument("--value-q-weight", type=float, default=0.0,
                         help="value target: (1 - w) * game result + w * the search's root value")
+    parser.add_argument("--resign-threshold", type=float, default=None,
+                        help="resign when the root value and the best move's value are below this, in (-1, 0) "
+                             "(AlphaGo Zero's v_resign; default: never resign)")
+    parser.add_argument("--resign-check-fraction", type=float, default=0.1,
+                        help="share of games that may not resign, played out to count false positives")
     parser.add_argument("--window-start", type=int, default=0,
                         help="train on KataGo's growing window of recent samples, starting this big (0: all)")
     parser.add_argument("--seed", type=int, default=0)
@@ -106,7 +112,9 @@ def main(argv=None) -> int:
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             window_start=args.window_start, fast_simulations=args.fast_simulations,
-                            full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight)
+                            full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight,
+                            resign_threshold=args.resign_threshold,
+                            resign_check_fraction=args.resign_check_fraction)
     config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
@@ -195,6 +203,25 @@ def engine_ladder() -> Ladder | None:
         print(f"no strength ladder: {exc}", flush=True)
         return None
     return Ladder.load("gardner")
+
+
+def resignation_text(config, metrics: list[dict]) -> str:
+    """A paragraph on self-play resignation and its measured false-positive rate; empty when it was off."""
+    if config.resign_threshold is None:
+        return ""
+    games = config.games_per_iteration * len(metrics)
+    resigned = sum(m["resigned_games"] for m in metrics)
+    checks = sum(m["resign_checks"] for m in metrics)
+    wrong = sum(m["resign_false_positives"] for m in metrics)
+    text = (f"\nResignation (AlphaGo Zero; Silver et al., 2017): the side to move resigned when its root value and its "
+            f"most visited move's value were both below {config.resign_threshold}; {resigned:,} of {games:,} "
+            f"self-play games ended so. In {config.resign_check_fraction:.0%} of the games resignation was off "
+            f"to check it: ")
+    if checks == 0:
+        return text + "in none of them did a side reach the threshold, so no false-positive rate was measured.\n"
+    lo, hi = wilson_interval(wrong, checks)
+    return text + (f"in {checks:,} of them a side would have resigned, and in {wrong:,} of those it did not lose: "
+                   f"a false-positive rate of {wrong / checks:.3f} [{lo:.3f}, {hi:.3f}] (Wilson 95%).\n")
 
 
 def write_report(args, config, pretrained, state, vs_random, head_to_head, final_ladder, baseline_rows,
@@ -290,7 +317,7 @@ Time: training {train_seconds / 60:.1f} min including the evaluations during tra
 {sum(m["train_s"] for m in metrics) / 60:.1f} min){pretrain_time}, final matches {final_seconds / 60:.1f} min, whole run
 {wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.device}
 ({resolve_device(config.device)}), self-play workers: {config.workers or "in process"}. {measured_on}
-
+{resignation_text(config, metrics)}
 ## Matches
 
 Against random: the environments' seeded random player, game i seeded 1,000,000 + i. Against minimax:

@@ -9,6 +9,9 @@ import numpy as np
 from agents.alphazero.mcts import SearchConfig, SearchResult, search_positions
 from agents.arena import GameRecord, termination_name
 from minichess_envs.encoding import ObservationEncoding
+from minichess_envs.engine import WHITE
+
+RESIGNATION = "resignation"  # a record's termination when the side to move gave up
 
 
 @dataclasses.dataclass
@@ -32,9 +35,35 @@ class Samples:
         return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
 
 
+@dataclasses.dataclass
+class SelfPlayStats:
+    """Counts of one or more self-play calls: games, moves played, and what resignation did."""
+
+    games: int = 0
+    plies: int = 0  # moves played in all games, recorded as samples or not
+    resigned: int = 0  # games ended by the side to move resigning
+    resign_checks: int = 0  # verification games (resignation disabled) in which a side would have resigned
+    resign_false_positives: int = 0  # ... of those, the games that side did not lose
+
+    def add(self, other: SelfPlayStats) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def check_resign_settings(resign_threshold: float | None, resign_check_fraction: float) -> None:
+    """``ValueError`` naming the setting unless the threshold is off (``None``) or in (-1, 0) and the
+    share of verification games is in [0, 1]."""
+    if resign_threshold is not None and not -1.0 < resign_threshold < 0.0:
+        raise ValueError(f"resign_threshold must be None (off) or in (-1, 0), got {resign_threshold!r}")
+    if not 0.0 <= resign_check_fraction <= 1.0:
+        raise ValueError(f"resign_check_fraction must be in [0, 1], got {resign_check_fraction!r}")
+
+
 def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEncoding, rng: np.random.Generator,
                temperature_plies: int = 8, ply_limit: int | None = None, fast_simulations: int = 0,
-               full_search_fraction: float = 1.0, value_q_weight: float = 0.0) -> tuple[Samples, list[GameRecord]]:
+               full_search_fraction: float = 1.0, value_q_weight: float = 0.0,
+               resign_threshold: float | None = None, resign_check_fraction: float = 0.1,
+               stats: SelfPlayStats | None = None) -> tuple[Samples, list[GameRecord]]:
     """Play one game from each start position (copies are played) and return its training samples.
 
     Every move: a noisy search of all unfinished games at once. PUCT: a move
@@ -50,7 +79,19 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
     the other moves get a noiseless search of ``fast_simulations`` and are played only.
     ``value_q_weight`` mixes the search's root value into the value target:
     ``(1 - w) * result + w * root value``.
+
+    Resignation (AlphaGo Zero; Silver et al., 2017, Methods "Self-play") with ``resign_threshold``:
+    after every search, the side to move would resign when the root value (the visit-weighted mean Q)
+    and the Q of the most visited move are both below the threshold. Each game draws at its start
+    whether it may resign; a share ``resign_check_fraction`` of them may not (verification games): they
+    are played out, and one is a false positive if the side that first would have resigned did not lose.
+    A resigned game ends at once and the side to move loses (its samples' value targets say so).
+    With ``resign_threshold=None`` no random numbers are drawn for it.
+
+    ``stats``, if given, gets this call's counts added to it.
     """
+    check_resign_settings(resign_threshold, resign_check_fraction)
+    resigning = resign_threshold is not None
     variant = encoding.variant
     fast_search = dataclasses.replace(search, simulations=fast_simulations) if fast_simulations > 0 else None
     limit = variant.ply_limit if ply_limit is None else ply_limit
@@ -59,10 +100,16 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
     first_ply = [g.ply for g in games]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move, root value)
     records: list[GameRecord | None] = [None] * len(games)
+    winners: list[int | None] = [None] * len(games)  # set when a game ends; None: a draw
+    # drawn only with resignation on, so that without it the random stream is what it always was
+    may_resign = rng.random(len(games)) >= resign_check_fraction if resigning else np.zeros(len(games), bool)
+    would_resign: list[int | None] = [None] * len(games)  # verification games: the first side below the threshold
     active = [i for i, g in enumerate(games) if not g.is_game_over()]
     for i, g in enumerate(games):
         if i not in active:
             records[i] = _record(g, g.ply, variant.name)
+            outcome = g.outcome()
+            winners[i] = None if outcome is None else outcome.winner
     while active:
         full = np.ones(len(active), bool)
         if fast_search is not None:
@@ -73,9 +120,16 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
         for row, i in enumerate(active):
             g = games[i]
             policy = result.policy[row] if gumbel else visits[row] / visits[row].sum()
+            root_value = float((visits[row] * result.q[row]).sum() / max(visits[row].sum(), 1.0))
             if full[row]:
-                root_value = float((visits[row] * result.q[row]).sum() / max(visits[row].sum(), 1.0))
                 trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn, root_value))
+            if resigning and _would_resign(visits[row], result.q[row], root_value, resign_threshold):
+                if may_resign[i]:  # the position searched stays a sample; no move is played from it
+                    records[i] = _record(g, first_ply[i], variant.name, resigned=g.turn)
+                    winners[i] = 1 - g.turn  # the other side (WHITE 0, BLACK 1)
+                    continue
+                if would_resign[i] is None:
+                    would_resign[i] = g.turn
             if gumbel:
                 action = int(result.actions[row])
             elif g.ply - first_ply[i] < temperature_plies:
@@ -89,13 +143,19 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
                 still.append(i)
                 continue
             records[i] = _record(g, first_ply[i], variant.name)
+            winners[i] = None if outcome is None else outcome.winner
         active = still
+    if stats is not None:
+        checked = [i for i, side in enumerate(would_resign) if side is not None]
+        stats.add(SelfPlayStats(
+            games=len(games), plies=sum(r.plies for r in records),
+            resigned=sum(r.termination == RESIGNATION for r in records), resign_checks=len(checked),
+            resign_false_positives=sum(winners[i] != 1 - would_resign[i] for i in checked)))
     parts = []
     for i, trajectory in enumerate(trajectories):
         if not trajectory:
             continue
-        outcome = games[i].outcome()
-        winner = None if outcome is None else outcome.winner
+        winner = winners[i]
         obs, masks, policies, sides, root_values = zip(*trajectory)
         values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
         if value_q_weight > 0:
@@ -108,6 +168,14 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
                         np.zeros((0, A), np.float32), np.zeros(0, np.float32))
         return empty, records
     return Samples.concatenate(parts), records
+
+
+def _would_resign(visits: np.ndarray, q: np.ndarray, root_value: float, threshold: float) -> bool:
+    """Whether the root value and the most visited move's Q (the best Q among ties) are both below
+    ``threshold``; never for a root the search did not visit."""
+    if visits.max() <= 0:
+        return False
+    return root_value < threshold and float(q[visits == visits.max()].max()) < threshold
 
 
 def _search_split(positions, full, evaluator, search, fast_search, encoding, rng, limit) -> SearchResult:
@@ -188,9 +256,13 @@ def replay_window(added: int, start: int, alpha: float = 0.75, beta: float = 0.4
     return int(start * (1 + beta * ((added / start) ** alpha - 1) / alpha))
 
 
-def _record(game, first_ply: int, variant: str) -> GameRecord:
-    """The record of a self-play game from ply ``first_ply`` on (stopped at the ply limit: a draw)."""
-    outcome = game.outcome()
+def _record(game, first_ply: int, variant: str, resigned: int | None = None) -> GameRecord:
+    """The record of a self-play game from ply ``first_ply`` on (stopped at the ply limit: a draw;
+    ``resigned``: the side that resigned in the game's current position, so lost)."""
     moves = tuple(m.uci() for m in game.move_stack[first_ply:])
-    return GameRecord(variant, "self-play", "self-play", outcome.result() if outcome else "1/2-1/2",
-                      termination_name(outcome), len(moves), moves, game.fen(first_ply))
+    if resigned is not None:
+        result, termination = ("0-1" if resigned == WHITE else "1-0"), RESIGNATION
+    else:
+        outcome = game.outcome()
+        result, termination = (outcome.result() if outcome else "1/2-1/2"), termination_name(outcome)
+    return GameRecord(variant, "self-play", "self-play", result, termination, len(moves), moves, game.fen(first_ply))

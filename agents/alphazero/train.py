@@ -22,7 +22,8 @@ import torch
 
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
-from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, replay_window
+from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
+                                       replay_window)
 from agents.devices import resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
@@ -46,6 +47,8 @@ class Config:
     fast_simulations: int = 0  # > 0: playout cap randomisation (KataGo), cheap searches for unrecorded moves
     full_search_fraction: float = 0.25  # share of moves searched in full (and recorded) under playout caps
     value_q_weight: float = 0.0  # value target: (1 - w) * game result + w * the search's root value
+    resign_threshold: float | None = None  # in (-1, 0): resign below it (AlphaGo Zero's v_resign); None: never
+    resign_check_fraction: float = 0.1  # share of games that may not resign, to count false positives
     ply_limit: int | None = None  # self-play games stop here as draws (default: the variant's limit)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     # network and observation
@@ -70,6 +73,9 @@ class Config:
     # scaling out
     workers: int = 0
     ray_address: str | None = None
+
+    def __post_init__(self):
+        check_resign_settings(self.resign_threshold, self.resign_check_fraction)
 
     @classmethod
     def from_dict(cls, d: dict) -> Config:
@@ -131,7 +137,8 @@ def start_positions(config: Config, count: int, rng: np.random.Generator) -> lis
 def selfplay_options(config: Config) -> dict:
     """The self-play settings that :func:`play_games` takes as keywords."""
     return {"fast_simulations": config.fast_simulations, "full_search_fraction": config.full_search_fraction,
-            "value_q_weight": config.value_q_weight}
+            "value_q_weight": config.value_q_weight, "resign_threshold": config.resign_threshold,
+            "resign_check_fraction": config.resign_check_fraction}
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, config: Config,
@@ -222,6 +229,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     if config.threads:
         torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
+    check_resign_settings(config.resign_threshold, config.resign_check_fraction)  # fields may have been set since
     # the budget and where the work runs may change when resuming; nothing else may
     run = Run(config.run_dir, config, "alphazero", resume=resume,
               may_differ=("iterations", "hours", "workers", "ray_address", "device", "mixed_precision"),
@@ -256,10 +264,12 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             starts = start_positions(config, config.games_per_iteration, rng)
             if workers is None:
                 evaluator.clear()  # new weights since the last iteration
+                stats = SelfPlayStats()
                 samples, records = play_games(starts, evaluator, config.search, encoding, rng,
-                                              config.temperature_plies, config.ply_limit, **selfplay_options(config))
+                                              config.temperature_plies, config.ply_limit, stats=stats,
+                                              **selfplay_options(config))
             else:
-                samples, records = workers.play(net, starts, rng)
+                samples, records, stats = workers.play(net, starts, rng)
             selfplay_s = time.perf_counter() - t0
             buffer.add(samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
@@ -270,10 +280,13 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
                 **losses, "selfplay_s": selfplay_s, "train_s": train_s,
                 "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
-                "positions_per_s": len(samples) / max(selfplay_s, 1e-9),
-                "mean_game_plies": float(np.mean([r.plies for r in records])),
+                "positions_per_s": len(samples) / max(selfplay_s, 1e-9),  # recorded positions (samples)
+                "selfplay_plies": stats.plies,  # moves played, recorded or not (playout caps record a share)
+                "mean_game_plies": float(np.mean([r.plies for r in records])),  # to the end or a resignation
                 "white_wins": sum(r.result == "1-0" for r in records) / len(records),
                 "black_wins": sum(r.result == "0-1" for r in records) / len(records),
+                "resigned_games": stats.resigned, "resign_checks": stats.resign_checks,
+                "resign_false_positives": stats.resign_false_positives,
             }
             if workers is not None:
                 row["worker_restarts"] = workers.restarts
@@ -302,12 +315,15 @@ class SelfPlayWorker:
         self.net, self.encoding = make_net(self.config)
         self.evaluator = NetworkEvaluator(self.net)
 
-    def play(self, weights: dict, start_fens: list[str], seed: int) -> tuple[Samples, list]:
+    def play(self, weights: dict, start_fens: list[str], seed: int) -> tuple[Samples, list, SelfPlayStats]:
         self.net.load_state_dict(weights)
         self.evaluator.clear()
         starts = [Position(self.encoding.variant, fen) for fen in start_fens]
-        return play_games(starts, self.evaluator, self.config.search, self.encoding, np.random.default_rng(seed),
-                          self.config.temperature_plies, self.config.ply_limit, **selfplay_options(self.config))
+        stats = SelfPlayStats()
+        samples, records = play_games(starts, self.evaluator, self.config.search, self.encoding,
+                                      np.random.default_rng(seed), self.config.temperature_plies,
+                                      self.config.ply_limit, stats=stats, **selfplay_options(self.config))
+        return samples, records, stats
 
 
 class SelfPlayWorkers:
@@ -330,7 +346,7 @@ class SelfPlayWorkers:
     def _start(self, index: int):
         return self._actor.remote(dataclasses.asdict(self.config), index)
 
-    def play(self, net, starts, rng: np.random.Generator) -> tuple[Samples, list]:
+    def play(self, net, starts, rng: np.random.Generator) -> tuple[Samples, list, SelfPlayStats]:
         import ray
         from ray.exceptions import RayActorError
 
@@ -355,7 +371,10 @@ class SelfPlayWorkers:
                     self.restarts += 1
         samples = Samples.concatenate([results[k][0] for k in sorted(results)])
         records = [r for k in sorted(results) for r in results[k][1]]
-        return samples, records
+        stats = SelfPlayStats()
+        for k in sorted(results):
+            stats.add(results[k][2])
+        return samples, records, stats
 
     def stop(self) -> None:
         import ray
