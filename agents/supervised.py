@@ -276,6 +276,18 @@ def write_pretraining_files(out: str, metrics: list[dict], title: str) -> None:
     write_csv(os.path.join(out, "pretraining.csv"), metrics)
 
 
+def dagger_table(rounds: list[dict], metrics: list[dict], epochs: int) -> str:
+    """Markdown: per DAgger round, the policy's games against random before its epoch, the positions
+    labelled and the held-out agreement after (``rounds`` from :func:`dagger`, ``metrics`` of the run,
+    ``epochs`` of pretraining before the rounds)."""
+    from agents.reports import markdown_table
+
+    rows = [[r["round"], *(f"{r[c]['wins']}-{r[c]['draws']}-{r[c]['losses']}" for c in ("white", "black")),
+             f"{r['positions']:,}", f"{metrics[epochs - 1 + r['round']]['validation_top1']:.3f}"] for r in rounds]
+    return markdown_table(["round", "as White W-D-L", "as Black W-D-L", "positions labelled",
+                           "held-out agreement after"], rows)
+
+
 def raw_policy(agent_dir: str, settings: SupervisedSettings):
     """The saved network's policy alone: its most probable legal move, no search."""
     if settings.network == "ppo":

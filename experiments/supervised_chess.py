@@ -7,7 +7,11 @@
 
 1. Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``), or a PGN file
    is imported (``minichess_envs.dataset.import_pgn``; its value target is the game result).
-2. The AlphaZero network learns the moves and results (``agents.supervised``), a checkpoint per epoch.
+2. The AlphaZero network learns the moves and results (``agents.supervised``), a checkpoint per epoch;
+   where Stockfish says the side to move is winning, moves that draw at once are penalised
+   (``--draw-penalty``). Then ``--dagger-rounds`` of DAgger: the raw policy plays random, Stockfish labels
+   the positions it met, one more epoch each (a policy learnt from balanced games draws won games by
+   repetition and stalemate; its own games show it where).
 3. The checkpoints' raw policies play each other and Stockfish at small node budgets; Elo relative to
    checkpoint 0 (the untrained network) with 95% intervals (``agents.tournament``).
 
@@ -28,7 +32,9 @@ import torch  # noqa: E402
 from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.reports import generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
-from agents.supervised import SupervisedSettings, train_supervised, write_pretraining_files  # noqa: E402
+from agents.evaluation import versus_random  # noqa: E402
+from agents.supervised import (  # noqa: E402
+    SupervisedSettings, dagger, dagger_table, raw_policy, train_supervised, write_pretraining_files)
 from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 from minichess_envs.dataset import import_pgn, list_shards  # noqa: E402
 
@@ -39,7 +45,15 @@ def parse(argv):
     parser.add_argument("--pgn", default=None, help="learn from this PGN file instead of Stockfish's games")
     parser.add_argument("--games", type=int, default=6000, help="Stockfish self-play games")
     parser.add_argument("--nodes", type=int, default=200, help="Stockfish's budget per move")
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=1, help="epochs of pretraining before DAgger")
+    parser.add_argument("--draw-penalty", type=float, default=1.0,
+                        help="weight of the unlikelihood of moves that draw at once where Stockfish says the side "
+                             "to move is winning (0: off)")
+    parser.add_argument("--dagger-rounds", type=int, default=1,
+                        help="DAgger rounds after pretraining: the policy plays, Stockfish labels, one more epoch")
+    parser.add_argument("--dagger-games", type=int, default=1000, help="raw-policy games per colour in a round")
+    parser.add_argument("--random-games", type=int, default=1000,
+                        help="games per colour of the final raw policy against random")
     parser.add_argument("--lr-schedule", default="cosine", choices=("constant", "cosine"),
                         help="learning rate over the epochs: constant, or cosine down to 0")
     parser.add_argument("--blocks", type=int, default=4)
@@ -90,10 +104,22 @@ def main(argv=None) -> int:
     pretrain_dir = os.path.join(args.out, "pretrain")
     settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=args.blocks, channels=args.channels,
                                   value_target=value_target, seed=args.seed, threads=args.threads, simulations=0,
-                                  lr_schedule=args.lr_schedule)
+                                  lr_schedule=args.lr_schedule, draw_penalty=args.draw_penalty)
     train_supervised(pretrain_dir, settings, resume=os.path.exists(os.path.join(pretrain_dir, "checkpoint")))
-    metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
     done("pretraining", t0)
+    rounds = []
+    if args.dagger_rounds:
+        t0 = time.perf_counter()
+        rounds = dagger(pretrain_dir, settings, args.dagger_rounds, games=args.dagger_games, nodes=args.nodes,
+                        seed=args.seed, workers=workers, ray_address=args.ray_address)
+        done("dagger", t0)
+    metrics = read_state(os.path.join(pretrain_dir, "checkpoint")).metrics
+
+    t0 = time.perf_counter()
+    final = raw_policy(os.path.join(pretrain_dir, "agent"), settings)
+    against_random = [versus_random(final, "chess", games=args.random_games, color=color, seed=1_000_000)
+                      for color in ("white", "black")]
+    done("random", t0)
 
     t0 = time.perf_counter()
     agents_dir = os.path.join(pretrain_dir, "agents")
@@ -104,13 +130,13 @@ def main(argv=None) -> int:
     done("tournament", t0)
     tournament_plot(tournament, os.path.join(args.out, "tournament_elo.png"),
                     "8x8 chess: raw policy of each epoch (Elo vs epoch 0)")
-    write_report(args, source, metrics, tournament, seconds, time.perf_counter() - started,
-                 machine_text(started_machine))
+    write_report(args, source, metrics, rounds, against_random, tournament, seconds,
+                 time.perf_counter() - started, machine_text(started_machine))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
 
-def write_report(args, source, metrics, tournament, seconds, wall, measured_on) -> None:
+def write_report(args, source, metrics, rounds, against_random, tournament, seconds, wall, measured_on) -> None:
     out = args.out
     write_pretraining_files(out, metrics, "8x8 chess: learning the games' moves")
     write_csv(os.path.join(out, "tournament.csv"), [
@@ -119,18 +145,37 @@ def write_report(args, source, metrics, tournament, seconds, wall, measured_on) 
     first, final = tournament.checkpoints[0], tournament.checkpoints[-1]
     gain = tournament.ratings[final]
     last = metrics[-1]
+    penalty_text = "" if not args.draw_penalty else f""" Where Stockfish scores the side to move at
++{SupervisedSettings.winning_cp} cp or more, the moves that draw at once (stalemate, too little material to mate,
+threefold repetition) also get an unlikelihood loss, -log(1 - p(drawing moves)), weight {args.draw_penalty:g}
+(`agents.supervised.draw_move_loss`; Welleck et al. 2020)."""
+    dagger_text = "" if not rounds else f"""
+Then {len(rounds)} DAgger round{"s" if len(rounds) != 1 else ""} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
+policy plays {args.dagger_games:,} games a colour against random (seeds 2,000,000 x round + i), Stockfish at
+{args.nodes} nodes labels every position the policy moved in, and training goes on for one epoch over all
+the data. The policy's games before each round's epoch:
+
+{dagger_table(rounds, metrics, args.epochs)}
+"""
+    random_rows = [[f"as {m.color}", m.games, f"{m.wins}-{m.draws}-{m.losses}",
+                    f"{m.win_rate:.3f} [{m.win_interval[0]:.3f}, {m.win_interval[1]:.3f}]"] for m in against_random]
     text = f"""# Supervised learning on 8x8 chess
 
-Data: {source}. {args.epochs} epochs of supervised training of a {args.blocks}-block, {args.channels}-channel
+Data: {source}. {args.epochs} epoch{"s" if args.epochs != 1 else ""} of supervised training of a {args.blocks}-block, {args.channels}-channel
 AlphaZero network (policy: the move played, cross-entropy over legal moves only; AdamW at
-{'a constant learning rate' if args.lr_schedule == 'constant' else 'a learning rate falling from its peak to 0 on a cosine'}).
-
+{'a constant learning rate' if args.lr_schedule == 'constant' else 'a learning rate falling from its peak to 0 on a cosine'}).{penalty_text}
+{dagger_text}
 Held-out games, last epoch: top-1 agreement with the move played **{last['validation_top1']:.3f}**, policy
 loss {last['validation_policy_loss']:.3f}, value-sign accuracy {last['validation_value_sign']:.3f}.
 
+The final raw policy (no search) against the random player, game i seeded 1,000,000 + i (a game that
+reaches the ply limit is a draw):
+
+{markdown_table(["colour", "games", "W-D-L", "win rate [95% Wilson]"], random_rows)}
+
 ## Checkpoint tournament
 
-Raw policies (no search) of every epoch; each plays the next epoch, {first} and Stockfish at
+Raw policies (no search) of every epoch (after epoch {args.epochs}, one per DAgger round); each plays the next epoch, {first} and Stockfish at
 {args.engine_nodes} nodes, {args.tournament_games} games a pairing, colours alternating, four random
 opening plies per game. Elo by maximum likelihood (one virtual draw per pairing), relative to
 {first} (the untrained network), 95% profile-likelihood intervals.

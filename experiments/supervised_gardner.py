@@ -45,7 +45,8 @@ from agents.games import GenerationSettings, generate_games  # noqa: E402
 from agents.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
-from agents.supervised import SupervisedSettings, dagger, train_supervised, write_pretraining_files  # noqa: E402
+from agents.supervised import (  # noqa: E402
+    SupervisedSettings, dagger, dagger_table, train_supervised, write_pretraining_files)  # noqa: E402
 from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 
 VARIANT = "gardner"
@@ -71,7 +72,7 @@ def parse(argv):
     parser.add_argument("--draw-penalty", type=float, default=1.0,
                         help="weight of the unlikelihood of moves that draw at once where the engine says the "
                              "side to move is winning (0: off)")
-    parser.add_argument("--dagger-rounds", type=int, default=4,
+    parser.add_argument("--dagger-rounds", type=int, default=8,
                         help="DAgger rounds after pretraining: the policy plays, the engine labels, one more epoch")
     parser.add_argument("--dagger-games", type=int, default=1000, help="raw-policy games per colour in a round")
     parser.add_argument("--simulations", type=int, default=48, help="search budget of the scored agents")
@@ -208,17 +209,13 @@ def write_report(args, generated, seconds, metrics, rounds, tournament, scores, 
     before = metrics[args.epochs - 1]
     dagger_text = ""
     if rounds:
-        dagger_rows = [[r["round"], *(f"{r[c]['wins']}-{r[c]['draws']}-{r[c]['losses']}" for c in ("white", "black")),
-                        f"{r['positions']:,}", f"{metrics[args.epochs - 1 + r['round']]['validation_top1']:.3f}"]
-                       for r in rounds]
         dagger_text = f"""
 Then {len(rounds)} DAgger round{"s" if len(rounds) != 1 else ""} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
 policy plays {args.dagger_games:,} games a colour against random (seeds 2,000,000 x round + i, apart from the
 scoring games below), Fairy-Stockfish at {args.nodes} nodes labels every position the policy moved in, and
 training goes on for one epoch over all the data. The policy's games before each round's epoch:
 
-{markdown_table(["round", "as White W-D-L", "as Black W-D-L", "positions labelled", "held-out agreement after"],
-                dagger_rows)}
+{dagger_table(rounds, metrics, args.epochs)}
 
 Held-out agreement before DAgger (epoch {args.epochs}): {before['validation_top1']:.3f}; after, the held-out
 set also holds 5% of the labelled positions (held out by one-ply game).
