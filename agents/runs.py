@@ -276,6 +276,7 @@ class Progress:
 
     def __init__(self, total: int, desc: str, done: int = 0, unit: str = "it", verbose: bool = True):
         self.total, self.desc, self.done, self.verbose, self.bar = total, desc, done, verbose, None
+        self.unit = unit
         if not verbose:
             return
         try:

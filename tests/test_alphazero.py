@@ -264,6 +264,15 @@ def test_hours_budget_stops_training_and_a_resume_with_more_hours_goes_on(tmp_pa
     assert times == sorted(times) and times[-1] < 3600
 
 
+def test_an_hour_budget_counts_the_progress_bar_in_seconds_of_training(tmp_path, capsys):
+    pytest.importorskip("tqdm")
+    # 1 iteration against half an hour: the bar's total is the budget's 1,800 seconds, not the iterations
+    train(tiny_config(tmp_path / "hours", iterations=1, hours=0.5), verbose=True)
+    assert "/1800 [" in capsys.readouterr().err
+    train(tiny_config(tmp_path / "iterations", iterations=1), verbose=True)
+    assert "1/1 [" in capsys.readouterr().err
+
+
 def test_replay_window_grows_as_katago_s_formula_and_sampling_stays_inside_it():
     from agents.alphazero.selfplay import ReplayBuffer, Samples, replay_window
 
@@ -279,6 +288,31 @@ def test_replay_window_grows_as_katago_s_formula_and_sampling_stays_inside_it():
     rng = np.random.default_rng(0)
     assert set(buffer.sample(2_000, rng, window=3).values) == {22.0, 23.0, 24.0}
     assert set(buffer.sample(2_000, rng).values) == set(np.arange(15, 25, dtype=np.float32))
+
+
+def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_dense_format():
+    from agents.alphazero.selfplay import ReplayBuffer, play_games
+
+    encoding = ObservationEncoding("gardner")
+    starts = [Position("gardner") for _ in range(4)]
+    samples, _ = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8, leaves_per_tree=2), encoding,
+                            np.random.default_rng(0), temperature_plies=30, ply_limit=40)
+    actions = encoding.variant.num_actions
+    buffer = ReplayBuffer(len(samples) - 7, encoding.shape, actions)  # smaller than the games: the ring wraps
+    buffer.add(samples)
+    state = buffer.state()
+    assert "policies" not in state and state["mask_bits"].shape == (buffer.size, (actions + 7) // 8)
+    dense = {**{k: v for k, v in state.items() if k not in ("mask_bits", "legal_policies")},
+             "masks": buffer.masks[:buffer.size].copy(), "policies": buffer.policies[:buffer.size].copy()}
+    for saved in (state, dense):  # this format, and the dense arrays of checkpoints written before it
+        restored = ReplayBuffer(buffer.capacity, encoding.shape, actions)
+        restored.restore(saved)
+        assert (restored.size, restored.next, restored.added) == (buffer.size, buffer.next, buffer.added)
+        for name in ("observations", "masks", "policies", "values"):
+            assert np.array_equal(getattr(restored, name), getattr(buffer, name)), name
+    buffer.policies[0, np.flatnonzero(buffer.masks[0] == 0)[0]] = 0.5  # mass on an illegal move
+    with pytest.raises(ValueError, match="illegal move"):
+        buffer.state()
 
 
 def test_playout_caps_record_only_full_searches_and_q_weight_mixes_the_root_value():

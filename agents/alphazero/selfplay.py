@@ -230,19 +230,36 @@ class ReplayBuffer:
         return Samples(self.observations[idx], self.masks[idx], self.policies[idx], self.values[idx])
 
     def state(self) -> dict:
-        """Everything needed to restore the buffer (saved in checkpoints)."""
+        """Everything needed to restore the buffer (saved in checkpoints).
+
+        Stored compactly: the legal-move masks as bits and the policy targets only where a move is legal
+        (they are zero elsewhere by construction), 7x smaller than the arrays on Gardner.
+        """
         n = self.size
+        legal = self.masks[:n].astype(bool)
+        policies = self.policies[:n]
+        legal_policies = policies[legal]
+        if np.count_nonzero(legal_policies) != np.count_nonzero(policies):
+            raise ValueError("a policy target puts probability on an illegal move: cannot store it compactly")
         return {"capacity": self.capacity, "next": self.next, "size": n, "added": self.added,
-                "observations": self.observations[:n].copy(), "masks": self.masks[:n].copy(),
-                "policies": self.policies[:n].copy(), "values": self.values[:n].copy()}
+                "observations": self.observations[:n].copy(), "mask_bits": np.packbits(legal, axis=1),
+                "legal_policies": legal_policies, "values": self.values[:n].copy()}
 
     def restore(self, state: dict) -> None:
+        """Restore from :meth:`state`'s dict, or from the dense arrays that checkpoints held before."""
         if state["capacity"] != self.capacity:
             raise ValueError(f"checkpoint buffer holds {state['capacity']} samples, this run {self.capacity}")
         n = state["size"]
         self.observations[:n] = state["observations"]
-        self.masks[:n] = state["masks"]
-        self.policies[:n] = state["policies"]
+        if "mask_bits" in state:
+            legal = np.unpackbits(state["mask_bits"], axis=1, count=self.masks.shape[1]).astype(bool)
+            self.masks[:n] = legal
+            policies = self.policies[:n]  # a view: the assignments below fill the buffer
+            policies[:] = 0
+            policies[legal] = state["legal_policies"]
+        else:
+            self.masks[:n] = state["masks"]
+            self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
 

@@ -200,7 +200,8 @@ def save_iteration(run: Run, progress, row: dict, samples: int, net, optimizer, 
     run.state.env_steps += samples
     tensors = checkpoint_tensors(net, optimizer, buffer, rng)
     run.save(row, tensors)
-    progress.update(row["iteration"], progress_text(row))
+    # a run bounded by hours counts its bar in seconds of self-play and learning, else in iterations
+    progress.update(int(row["training_s"]) if progress.unit == "s" else row["iteration"], progress_text(row))
     return tensors
 
 
@@ -210,6 +211,15 @@ def run_result(run: Run, tensors: dict | None, load: Callable[[str], dict]) -> d
     if tensors is None:
         return load(run.run_dir)
     return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+
+
+def training_progress(run: Run, config, desc: str):
+    """The loop's progress bar: in seconds of self-play and learning against ``config.hours`` when the run
+    has an hour budget (its ETA then means something), else in iterations."""
+    if config.hours is not None:
+        done = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
+        return run.progress(int(3600 * config.hours), desc, unit="s", done=int(done))
+    return run.progress(config.iterations, desc)
 
 
 def progress_text(row: dict) -> str:
@@ -253,7 +263,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     mirror_perm = ActionEncoding(variant).mirror_permutation if config.mirror and not variant.castling else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
     workers = SelfPlayWorkers(config) if config.workers > 0 else None
-    progress = run.progress(config.iterations, f"alphazero {config.variant}")
+    progress = training_progress(run, config, f"alphazero {config.variant}")
     tensors = None
     try:
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
