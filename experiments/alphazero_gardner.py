@@ -154,7 +154,8 @@ def main(argv=None) -> int:
         print(match, flush=True)
     head_to_head = []
     for opponent in (MinimaxAgent(depth=2, seed=1), MinimaxAgent(depth=3, seed=1)):
-        match = play_match(agent, opponent, "gardner", games=args.opponent_games, seed=7, opening_plies=2)
+        match = play_match(agent, opponent, "gardner", games=args.opponent_games, seed=7, opening_plies=2,
+                           workers=os.cpu_count() or 1)
         head_to_head.append((opponent.name, match.tally(agent.name)))
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
     final_ladder = None

@@ -12,8 +12,9 @@
    (``--draw-penalty``). Then ``--dagger-rounds`` of DAgger: the raw policy plays random, Stockfish labels
    the positions it met, one more epoch each (a policy learnt from balanced games draws won games by
    repetition and stalemate; its own games show it where).
-3. The checkpoints' raw policies play each other and Stockfish at small node budgets; Elo relative to
-   checkpoint 0 (the untrained network) with 95% intervals (``agents.tournament``).
+3. The checkpoints play each other and Stockfish at small node budgets, by their raw policies or with
+   ``--tournament-simulations`` of search; Elo relative to checkpoint 0 (the untrained network) with 95%
+   intervals (``agents.tournament``).
 
 Writes runs/supervised_chess/: report.md, tournament_elo.png, pretraining.png, *.csv, data/, pretrain/.
 """
@@ -60,6 +61,9 @@ def parse(argv):
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--engine-nodes", default="1,10,100", help="Stockfish levels of the tournament")
     parser.add_argument("--tournament-games", type=int, default=40, help="games per pairing")
+    parser.add_argument("--tournament-simulations", type=int, default=0,
+                        help="search per move of the checkpoints in the tournament (0: the raw policy; seed 003 "
+                             "played its checkpoints with MCTS)")
     parser.add_argument("--workers", type=int, default=0, help="processes (0: all cores)")
     parser.add_argument("--ray-address", default=None, help="generate games on a Ray cluster")
     parser.add_argument("--threads", type=int, default=2)
@@ -126,14 +130,21 @@ def main(argv=None) -> int:
     checkpoints = sorted(os.path.join(agents_dir, d) for d in os.listdir(agents_dir))
     levels = tuple(int(n) for n in args.engine_nodes.split(",") if n)
     tournament = checkpoint_tournament(checkpoints, "chess", levels, games=args.tournament_games, seed=args.seed,
-                                       workers=workers, opening_plies=4)
+                                       workers=workers, opening_plies=4, simulations=args.tournament_simulations)
     done("tournament", t0)
     tournament_plot(tournament, os.path.join(args.out, "tournament_elo.png"),
-                    "8x8 chess: raw policy of each epoch (Elo vs epoch 0)")
+                    f"8x8 chess: each epoch's {checkpoint_play(args)} (Elo vs epoch 0)")
     write_report(args, source, metrics, rounds, against_random, tournament, seconds,
                  time.perf_counter() - started, machine_text(started_machine))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
+
+
+def checkpoint_play(args) -> str:
+    """How the checkpoints play in the tournament."""
+    if args.tournament_simulations:
+        return f"search, {args.tournament_simulations} simulations a move (PUCT)"
+    return "raw policy (no search)"
 
 
 def write_report(args, source, metrics, rounds, against_random, tournament, seconds, wall, measured_on) -> None:
@@ -175,7 +186,7 @@ reaches the ply limit is a draw):
 
 ## Checkpoint tournament
 
-Raw policies (no search) of every epoch (after epoch {args.epochs}, one per DAgger round); each plays the next epoch, {first} and Stockfish at
+Every epoch's network (after epoch {args.epochs}, one per DAgger round), playing by its {checkpoint_play(args)}; each plays the next epoch, {first} and Stockfish at
 {args.engine_nodes} nodes, {args.tournament_games} games a pairing, colours alternating, four random
 opening plies per game. Elo by maximum likelihood (one virtual draw per pairing), relative to
 {first} (the untrained network), 95% profile-likelihood intervals.

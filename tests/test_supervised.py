@@ -204,7 +204,7 @@ ENGINES = all(shutil.which(e) or shutil.which(e, path="/usr/games") for e in ("f
                             "--dagger-rounds", "1", "--dagger-games", "3"]),
     ("supervised_chess", ["--games", "4", "--epochs", "1", "--blocks", "1", "--channels", "8",
                           "--tournament-games", "2", "--engine-nodes", "1", "--dagger-games", "3",
-                          "--random-games", "4"]),
+                          "--random-games", "4", "--tournament-simulations", "2"]),
 ])
 def test_the_supervised_experiments_run_end_to_end_and_resume(tmp_path, script, args):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -216,6 +216,8 @@ def test_the_supervised_experiments_run_end_to_end_and_resume(tmp_path, script, 
         report = (tmp_path / "out" / "report.md").read_text()
         assert "Checkpoint tournament" in report and "load average" in report
         assert "Then 1 DAgger round (" in report
+        if script == "supervised_chess":  # the checkpoints searched in the tournament
+            assert "playing by its search, 2 simulations a move" in report
 
 
 FAIRY = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games")
