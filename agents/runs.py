@@ -35,6 +35,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import os
 import platform
 import shutil
@@ -312,6 +313,13 @@ class Progress:
 
 
 # -- files -------------------------------------------------------------------------------------------
+
+
+def cosine_rate(peak: float, final: float, t: float) -> float:
+    """A learning rate on a cosine from ``peak`` at ``t = 0`` to ``final`` at ``t = 1`` (``t`` clamped to [0, 1]):
+    ``final + (peak - final) * (1 + cos(pi t)) / 2`` (Loshchilov and Hutter, SGDR, ICLR 2017)."""
+    t = min(max(t, 0.0), 1.0)
+    return final + 0.5 * (peak - final) * (1.0 + math.cos(math.pi * t))
 
 
 def write_csv(path: str, rows: list[dict]) -> None:

@@ -18,7 +18,6 @@ tournaments and ``init_from`` of the AlphaZero and PPO loops), the last as ``age
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 
 import numpy as np
@@ -27,7 +26,7 @@ from torch.nn import functional as F
 
 from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, masked_log_softmax
-from agents.runs import Run
+from agents.runs import Run, cosine_rate
 from minichess_envs.dataset import Batch, GameDataset
 from minichess_envs.encoding import ObservationEncoding
 
@@ -107,8 +106,7 @@ def scheduled_rate(settings: SupervisedSettings, peak: float, done: float, start
     """
     if settings.lr_schedule == "constant":
         return peak
-    t = min(max((done - start) / max(settings.epochs - start, 1), 0.0), 1.0)
-    return peak * 0.5 * (1.0 + math.cos(math.pi * t))
+    return cosine_rate(peak, 0.0, (done - start) / max(settings.epochs - start, 1))
 
 
 def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:

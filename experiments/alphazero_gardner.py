@@ -80,6 +80,9 @@ def main(argv=None) -> int:
     parser.add_argument("--final-openings", type=int, default=None,
                         help="published openings in the final ladder (default: all 100, 200 games a level)")
     parser.add_argument("--learning-rate", type=float, default=2e-3)
+    parser.add_argument("--final-learning-rate", type=float, default=None,
+                        help="decay the learning rate on a cosine to this over the iterations or --hours "
+                             "(default: constant)")
     parser.add_argument("--root", default="puct", choices=("puct", "gumbel"),
                         help="root search of self-play and the agent: PUCT or Gumbel AlphaZero")
     parser.add_argument("--fast-simulations", type=int, default=0,
@@ -111,6 +114,7 @@ def main(argv=None) -> int:
                             seed=args.seed, threads=args.threads, workers=args.workers,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
+                            final_learning_rate=args.final_learning_rate,
                             window_start=args.window_start, fast_simulations=args.fast_simulations,
                             full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight,
                             resign_threshold=args.resign_threshold,

@@ -61,9 +61,9 @@ def parse(argv):
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--engine-nodes", default="1,10,100", help="Stockfish levels of the tournament")
     parser.add_argument("--tournament-games", type=int, default=40, help="games per pairing")
-    parser.add_argument("--tournament-simulations", type=int, default=0,
-                        help="search per move of the checkpoints in the tournament (0: the raw policy; seed 003 "
-                             "played its checkpoints with MCTS)")
+    parser.add_argument("--tournament-simulations", type=int, default=16,
+                        help="search per move of the checkpoints in the tournament (PUCT, as seed 003 played its "
+                             "checkpoints with MCTS; 0: the raw policy)")
     parser.add_argument("--workers", type=int, default=0, help="processes (0: all cores)")
     parser.add_argument("--ray-address", default=None, help="generate games on a Ray cluster")
     parser.add_argument("--threads", type=int, default=2)

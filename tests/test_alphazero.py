@@ -264,6 +264,30 @@ def test_hours_budget_stops_training_and_a_resume_with_more_hours_goes_on(tmp_pa
     assert times == sorted(times) and times[-1] < 3600
 
 
+def test_the_learning_rate_decays_on_a_cosine_over_the_iterations_or_the_hour_budget(tmp_path):
+    from agents.alphazero.train import learning_rate
+
+    # over 5 iterations: the peak at the first, the final rate at the last, the midpoint half way between
+    config = tiny_config(tmp_path, iterations=5, learning_rate=1e-3, final_learning_rate=1e-4)
+    rates = [learning_rate(config, i, 0.0) for i in range(1, 6)]
+    assert rates[0] == pytest.approx(1e-3) and rates[4] == pytest.approx(1e-4)
+    assert rates[2] == pytest.approx(5.5e-4)  # cos(pi / 2) = 0
+    assert rates == sorted(rates, reverse=True)
+    # over 2 hours: the share of the budget already spent decides, whatever the iteration
+    hours = tiny_config(tmp_path, iterations=1_000_000, hours=2.0, learning_rate=1e-3, final_learning_rate=0.0)
+    assert learning_rate(hours, 500, 3600.0) == pytest.approx(5e-4)
+    assert learning_rate(hours, 900, 7200.0) == pytest.approx(0.0, abs=1e-15)
+    assert learning_rate(tiny_config(tmp_path, learning_rate=1e-3), 3, 99.0) == 1e-3  # no final rate: constant
+    # a run uses and records it; with a decaying rate its iteration budget is part of the schedule
+    state = train(tiny_config(tmp_path / "run", iterations=3, learning_rate=1e-3, final_learning_rate=1e-4),
+                  verbose=False)
+    assert [m["learning_rate"] for m in state["metrics"]] == pytest.approx([1e-3, 5.5e-4, 1e-4])
+    assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-4)
+    with pytest.raises(ValueError, match="iterations"):
+        train(tiny_config(tmp_path / "run", iterations=4, learning_rate=1e-3, final_learning_rate=1e-4),
+              resume=True, verbose=False)
+
+
 def test_an_hour_budget_counts_the_progress_bar_in_seconds_of_training(tmp_path, capsys):
     pytest.importorskip("tqdm")
     # 1 iteration against half an hour: the bar's total is the budget's 1,800 seconds, not the iterations

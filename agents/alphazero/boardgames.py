@@ -26,7 +26,7 @@ from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples
 from agents.alphazero.train import run_result, save_iteration, train_steps
 from agents.base import Agent, check_settings, read_manifest, write_manifest
-from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
+from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from agents.weights import load_network, save_network
 
 KIND = "alphazero-boardgame"
@@ -193,9 +193,7 @@ def learning_rate(config: GameConfig, iteration: int) -> float:
     first iteration to ``final_learning_rate`` at the last."""
     if config.final_learning_rate is None or config.iterations <= 1:
         return config.learning_rate
-    t = (iteration - 1) / (config.iterations - 1)
-    low, high = config.final_learning_rate, config.learning_rate
-    return low + 0.5 * (high - low) * (1 + math.cos(math.pi * t))
+    return cosine_rate(config.learning_rate, config.final_learning_rate, (iteration - 1) / (config.iterations - 1))
 
 
 def load_checkpoint(run_dir: str) -> dict:

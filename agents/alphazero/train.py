@@ -25,7 +25,7 @@ from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
                                        replay_window)
 from agents.devices import resolve_device
-from agents.runs import Run, RunState, checkpoint_dir, load_tensors, read_state
+from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
@@ -63,6 +63,7 @@ class Config:
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
+    final_learning_rate: float | None = None  # cosine decay to this over the run's iterations or hours (None: constant)
     weight_decay: float = 1e-4
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
@@ -222,6 +223,18 @@ def training_progress(run: Run, config, desc: str):
     return run.progress(config.iterations, desc)
 
 
+def learning_rate(config: Config, iteration: int, trained_s: float) -> float:
+    """The learning rate of an iteration (1-based) that starts after ``trained_s`` seconds of self-play and
+    learning: constant, or a cosine to ``final_learning_rate`` over the hour budget (if any) or the iterations."""
+    if config.final_learning_rate is None:
+        return config.learning_rate
+    if config.hours is not None:
+        t = trained_s / (3600 * config.hours)
+    else:
+        t = (iteration - 1) / max(config.iterations - 1, 1)
+    return cosine_rate(config.learning_rate, config.final_learning_rate, t)
+
+
 def progress_text(row: dict) -> str:
     """An iteration's losses, speed and scores for the progress bar."""
     return (f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, {row['positions_per_s']:.0f} pos/s"
@@ -240,10 +253,10 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
         torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
     check_resign_settings(config.resign_threshold, config.resign_check_fraction)  # fields may have been set since
-    # the budget and where the work runs may change when resuming; nothing else may
+    # where the work runs may change when resuming, and the budget unless the learning rate decays over it
+    budget = ("iterations", "hours") if config.final_learning_rate is None else ()
     run = Run(config.run_dir, config, "alphazero", resume=resume,
-              may_differ=("iterations", "hours", "workers", "ray_address", "device", "mixed_precision"),
-              verbose=verbose)
+              may_differ=budget + ("workers", "ray_address", "device", "mixed_precision"), verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net, encoding = make_net(config)
     net.to(device)
@@ -283,12 +296,15 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             selfplay_s = time.perf_counter() - t0
             buffer.add(samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
+            rate = learning_rate(config, iteration, trained_s)
+            for group in optimizer.param_groups:
+                group["lr"] = rate
             t1 = time.perf_counter()
             losses = train_steps(net, optimizer, buffer, steps, config, rng, mirror_perm)
             train_s = time.perf_counter() - t1
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
-                **losses, "selfplay_s": selfplay_s, "train_s": train_s,
+                **losses, "learning_rate": rate, "selfplay_s": selfplay_s, "train_s": train_s,
                 "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
                 "positions_per_s": len(samples) / max(selfplay_s, 1e-9),  # recorded positions (samples)
                 "selfplay_plies": stats.plies,  # moves played, recorded or not (playout caps record a share)
