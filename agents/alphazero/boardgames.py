@@ -191,9 +191,10 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
 def learning_rate(config: GameConfig, iteration: int) -> float:
     """The learning rate of an iteration (1-based): constant, or a cosine from ``learning_rate`` at the
     first iteration to ``final_learning_rate`` at the last."""
-    if config.final_learning_rate is None or config.iterations <= 1:
+    if config.final_learning_rate is None:
         return config.learning_rate
-    return cosine_rate(config.learning_rate, config.final_learning_rate, (iteration - 1) / (config.iterations - 1))
+    return cosine_rate(config.learning_rate, config.final_learning_rate,
+                       (iteration - 1) / max(config.iterations - 1, 1))
 
 
 def load_checkpoint(run_dir: str) -> dict:
