@@ -29,7 +29,7 @@ from typing import Iterator
 
 import numpy as np
 
-from agents.runs import read_json, write_json
+from agents.runs import read_json
 from agents.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
@@ -186,8 +186,8 @@ def chunk_file(chunk: int) -> str:
     return f"games-{chunk:06d}.npz"
 
 
-GENERATION_RECORD = "generation.json"  # what every call wrote into a dataset directory, and its cost
-_RECORD_KEYS = ("games", "positions", "targets", "worker_seconds")  # "complete": every shard's cost is in it
+# Where generate_games kept its cost before each manifest entry carried it; read only for such folders.
+_OLD_GENERATION_RECORD = "generation.json"
 
 
 def generate_games(directory: str, settings: GenerationSettings, workers: int | None = None,
@@ -198,8 +198,8 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     this again after an interruption completes the run. Returns a summary:
     games, positions (plies) and training examples (``targets``: the engine's
     moves) written now, seconds, and games/s and positions/s per worker; under
-    ``"total"`` the same over every call that wrote into ``directory`` (kept in
-    its ``generation.json``, updated with each shard, so it survives a kill).
+    ``"total"`` the same over every shard in ``directory`` (each manifest entry
+    holds its shard's ``worker_seconds``, so a kill loses no cost either).
     """
     variant = get_variant(settings.variant)
     find_engine(settings.engine or default_engine(settings.variant))  # a missing binary fails here, with how to install it
@@ -210,44 +210,51 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
     start, games, positions, targets = time.perf_counter(), 0, 0, 0
     bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
-    record_path = os.path.join(directory, GENERATION_RECORD)
-    if os.path.exists(record_path):
-        record = read_json(record_path)
-    else:  # shards written before the record existed are counted, their cost is unknown
-        earlier = [e for e in list_shards(directory) if e["file"].startswith("games-")]
-        record = {"games": sum(e["games"] for e in earlier), "positions": sum(e["positions"] for e in earlier),
-                  "targets": sum(e.get("targets", e["positions"]) for e in earlier), "worker_seconds": 0.0,
-                  "complete": not earlier}
     last = start
     for chunk, played in _run_jobs(play_chunk, [(settings, c) for c in todo], workers, ray_address):
+        now = time.perf_counter()
         write_shard(os.path.join(directory, chunk_file(chunk)), variant,
                     [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r, np.asarray(t, bool))
-                     for fen, a, s, r, t in _coded(played)])
-        games += len(played)
-        chunk_positions = sum(len(a) for _, a, _, _, _ in played)
-        chunk_targets = sum(int(np.sum(t)) for _, _, _, _, t in played)
-        positions += chunk_positions
-        targets += chunk_targets
-        now = time.perf_counter()
-        for key, added in zip(_RECORD_KEYS, (len(played), chunk_positions, chunk_targets, (now - last) * workers)):
-            record[key] += added
+                     for fen, a, s, r, t in _coded(played)], worker_seconds=(now - last) * workers)
         last = now
-        write_json(record_path, record)
+        games += len(played)
+        positions += sum(len(a) for _, a, _, _, _ in played)
+        targets += sum(int(np.sum(t)) for _, _, _, _, t in played)
         if bar is not None:
-            elapsed = time.perf_counter() - start
-            bar.set_postfix_str(f"{positions / elapsed:.0f} positions/s")
+            bar.set_postfix_str(f"{positions / (now - start):.0f} positions/s")
             bar.update(len(played))
     if bar is not None:
         bar.close()
     seconds = time.perf_counter() - start
-    known = record["complete"] and record["worker_seconds"] > 0  # else the throughput is unknown: None
-    total = {**record,
-             "games_per_s_per_worker": record["games"] / record["worker_seconds"] if known else None,
-             "positions_per_s_per_worker": record["positions"] / record["worker_seconds"] if known else None}
     return {"games": games, "positions": positions, "targets": targets, "seconds": seconds, "workers": workers,
             "games_per_s_per_worker": games / seconds / workers if seconds and games else 0.0,
             "positions_per_s_per_worker": positions / seconds / workers if seconds and games else 0.0,
-            "total": total}
+            "total": generation_total(directory)}
+
+
+def generation_total(directory: str) -> dict:
+    """Games, positions, targets and worker-seconds over every generated shard in ``directory``.
+
+    The throughput (``games_per_s_per_worker``, ``positions_per_s_per_worker``) is ``None`` where
+    some shard's cost is unknown (a folder written before shards carried their cost, without the
+    ``generation.json`` that covered exactly its shards).
+    """
+    shards = [e for e in list_shards(directory) if e["file"].startswith("games-")]
+    total = {"games": sum(e["games"] for e in shards), "positions": sum(e["positions"] for e in shards),
+             "targets": sum(e.get("targets", e["positions"]) for e in shards)}
+    costed = [e for e in shards if "worker_seconds" in e]
+    seconds = sum(e["worker_seconds"] for e in costed)
+    known = len(costed) == len(shards)
+    old_path = os.path.join(directory, _OLD_GENERATION_RECORD)
+    if not known and os.path.exists(old_path):
+        old = read_json(old_path)
+        uncosted = [e for e in shards if "worker_seconds" not in e]
+        if old.get("complete") and old.get("games") == sum(e["games"] for e in uncosted):
+            seconds, known = seconds + old["worker_seconds"], True
+    known = known and seconds > 0
+    return {**total, "worker_seconds": seconds if known else None,
+            "games_per_s_per_worker": total["games"] / seconds if known else None,
+            "positions_per_s_per_worker": total["positions"] / seconds if known else None}
 
 
 def label_chunk(settings: GenerationSettings, chunk: int, fens: list[str]) -> tuple[int, list]:

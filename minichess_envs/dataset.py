@@ -118,12 +118,14 @@ class ShardWriter:
             self.close()
 
 
-def write_shard(path: str, variant: Variant, games: Sequence[tuple]) -> str:
+def write_shard(path: str, variant: Variant, games: Sequence[tuple], **facts) -> str:
     """Write ``games`` as one shard and list it in the manifest.
 
     Each game is ``(root FEN, actions, scores, result code)``, optionally with
     a fifth item, a bool per ply: which positions are training examples. The
-    manifest's ``positions`` counts plies, ``targets`` the training examples.
+    manifest's ``positions`` counts plies, ``targets`` the training examples;
+    ``facts`` (JSON values, such as the shard's cost) go into its entry too, so
+    they are recorded if and only if the shard is.
     """
     offsets = np.zeros(len(games) + 1, np.int64)
     offsets[1:] = np.cumsum([len(g[1]) for g in games])
@@ -147,7 +149,7 @@ def write_shard(path: str, variant: Variant, games: Sequence[tuple]) -> str:
     entry = {"format": FORMAT, "file": os.path.basename(path), "variant": variant.name,
              "games": len(games), "positions": int(offsets[-1]),
              "targets": int(arrays["targets"].sum()) if "targets" in arrays else int(offsets[-1]),
-             "sha256": sha256(path)}
+             "sha256": sha256(path), **facts}
     with open(os.path.join(directory, MANIFEST), "a") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()

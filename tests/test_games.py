@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from minichess_envs import Position
+from minichess_envs import Position, get_variant
 from minichess_envs.dataset import (
     MANIFEST, MATE_SCORE, DatasetError, GameDataset, ShardWriter, list_shards, read_shard, score_to_int,
-    score_to_value,
+    score_to_value, write_shard,
 )
 
 
@@ -152,14 +152,33 @@ def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
     resumed = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "run")).games())
     fresh = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "fresh")).games())
     assert resumed == fresh  # the same games as a run that was never interrupted
-    os.remove(tmp_path / "fresh" / "generation.json")  # as a folder written before the record existed
+    assert all(e["worker_seconds"] > 0 for e in list_shards(str(tmp_path / "fresh")))  # listed with the shard
     again = generate_games(str(tmp_path / "fresh"), settings, workers=1, progress=False)
-    assert again["games"] == 0 and again["total"]["games"] == 6 and again["total"]["positions_per_s_per_worker"] is None
+    assert again["games"] == 0 and again["total"]["games"] == 6 and again["total"]["positions_per_s_per_worker"] > 0
     for fen, actions, scores, _ in GameDataset(str(tmp_path / "fresh")).games():
         position = Position("gardner", fen)
         for action in actions:
             position.push_action(int(action))  # every recorded move is legal
         assert np.all(np.abs(scores) <= MATE_SCORE)
+
+
+def test_a_folder_from_before_shards_carried_their_cost_uses_its_generation_record(tmp_path):
+    import json
+
+    from agents.games import generation_total
+
+    write_shard(str(tmp_path / "games-000000.npz"), get_variant("gardner"),
+                [(get_variant("gardner").start_fen, np.array([0, 1], np.uint16), np.zeros(2, np.int16), 0)])
+    manifest = tmp_path / "manifest.jsonl"
+    entry = json.loads(manifest.read_text())
+    assert "worker_seconds" not in entry  # such a shard's cost is unknown
+    assert generation_total(str(tmp_path))["positions_per_s_per_worker"] is None
+    (tmp_path / "generation.json").write_text(json.dumps(
+        {"games": 1, "positions": 2, "targets": 2, "worker_seconds": 4.0, "complete": True}))
+    assert generation_total(str(tmp_path))["positions_per_s_per_worker"] == 0.5
+    (tmp_path / "generation.json").write_text(json.dumps(
+        {"games": 3, "positions": 2, "targets": 2, "worker_seconds": 4.0, "complete": True}))
+    assert generation_total(str(tmp_path))["positions_per_s_per_worker"] is None  # it covers other shards
 
 
 def test_a_missing_engine_says_how_to_install_it(tmp_path, monkeypatch):
