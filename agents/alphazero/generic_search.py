@@ -20,7 +20,9 @@ driven by :func:`agents.alphazero.mcts.run_search`), step for step and in float3
 ``tests/test_boardgames.py`` checks that both give the same visit counts on
 chess positions with the same network, noise and settings. The Python tree
 keeps each node's game (copied from its parent and stepped once) instead of
-replaying moves from the root.
+replaying moves from the root, and its edge statistics in arrays shared by all
+trees (a row per node): every simulation step descends all trees at once, a
+few NumPy operations per level instead of a Python loop per tree.
 """
 
 from __future__ import annotations
@@ -31,21 +33,7 @@ from agents.alphazero.game import Game, terminal_value
 from agents.alphazero.mcts import SearchConfig
 
 F32 = np.float32
-
-
-class _Node:
-    """A position in the tree. Edge statistics of its children live in the parent's arrays
-    (``P``, ``N``, ``W``: float32, indexed like ``actions``), as the C tree keeps them per child."""
-
-    __slots__ = ("game", "actions", "P", "N", "W", "children", "pending", "terminal", "value")
-
-    def __init__(self, game: Game):
-        self.game = game
-        self.actions = None  # legal actions once expanded
-        self.children = None
-        self.pending = False  # expanded, waiting for the network's priors
-        self.terminal = False
-        self.value = F32(0.0)  # exact value for the player to move, if terminal
+NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3  # a node's state
 
 
 class GameSearch:
@@ -54,6 +42,10 @@ class GameSearch:
     ``set_root(i, game)``; then rounds of ``select(k, limit)`` (returns the
     leaves' observations, masks and keys), an evaluator call, ``backup(priors,
     values)``; ``mix_root_noise``; ``root_stats()``.
+
+    Node ``n``'s children are the row ``n`` of ``actions`` (legal actions in the
+    game's order, -1 past the last), ``P``, ``N``, ``W`` (float32 edge statistics,
+    as the C tree keeps them per child) and ``children`` (node numbers, -1 not yet made).
     """
 
     def __init__(self, num_trees: int, num_actions: int, observation_shape, c_puct: float = 1.25,
@@ -64,101 +56,144 @@ class GameSearch:
         self.observation_shape = tuple(observation_shape)
         self.c_puct, self.discount = F32(c_puct), F32(discount)
         self.virtual_loss, self.fpu = F32(virtual_loss), F32(fpu)
-        self.roots: list[_Node | None] = [None] * num_trees
-        self.root_visits = [0] * num_trees
-        self.leaves: list[tuple[_Node, list]] = []  # waiting for backup: (leaf, path of (node, child index))
+        self.roots = np.full(num_trees, -1, np.int64)
+        self.root_visits = np.zeros(num_trees, np.int64)
+        self.games: list[Game] = []
+        self.size = 0
+        self._allocate(max(64, 16 * num_trees), min(num_actions, 16))
+        self.leaves: list[tuple[int, int, list, list]] = []  # waiting for backup: (tree, node, path nodes, path edges)
+
+    def _allocate(self, capacity: int, width: int) -> None:
+        """Room for ``capacity`` nodes of up to ``width`` children, the current nodes kept."""
+        def grown(old, fill, dtype):
+            new = np.full((capacity, width), fill, dtype)
+            if old is not None:
+                new[:old.shape[0], :old.shape[1]] = old
+            return new
+
+        first = not hasattr(self, "P")
+        for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("actions", -1, np.int64),
+                                  ("children", -1, np.int64)):
+            setattr(self, name, grown(None if first else getattr(self, name), fill, dtype))
+        state, value = np.full(capacity, NEW, np.int8), np.zeros(capacity, F32)
+        if not first:
+            state[:len(self.state)], value[:len(self.value)] = self.state, self.value
+        self.state, self.value = state, value
+
+    def _new_node(self, game: Game) -> int:
+        if self.size == len(self.state):
+            self._allocate(2 * self.size, self.P.shape[1])
+        self.games.append(game)
+        self.size += 1
+        return self.size - 1
 
     def set_root(self, i: int, game: Game) -> None:
         if self.leaves:
             raise RuntimeError("set_root between select and backup")
         if game.is_over():
             raise ValueError(f"tree {i}: the game is over")
-        self.roots[i] = _Node(game.copy())
+        self.roots[i] = self._new_node(game.copy())
         self.root_visits[i] = 0
 
     def min_visits(self) -> int:
-        visits = [v for r, v in zip(self.roots, self.root_visits) if r is not None]
-        return min(visits) if visits else 0
+        used = self.roots >= 0
+        return int(self.root_visits[used].min()) if used.any() else 0
 
-    def _select_child(self, node: _Node, visits: int) -> int:
-        sqrt_n = np.sqrt(F32(max(visits, 1)))
-        N = node.N
-        score = node.W / np.maximum(N, F32(1.0))  # Q
-        score[N == 0] = self.fpu
-        score += self.c_puct * node.P * sqrt_n / (F32(1.0) + N)
-        return int(score.argmax())  # the first of equal scores, as the C loop's strict '>'
+    def _backup(self, nodes: np.ndarray, edges: np.ndarray, lengths: np.ndarray, values) -> None:
+        """Negamax with discount from each leaf up its path (row ``j`` of ``nodes`` and ``edges``, the first
+        ``lengths[j]`` entries); each edge also gets its virtual loss back. An edge lies at one depth in every
+        path through it, so its additions come in the paths' order, as one path after another would add them."""
+        value = np.asarray(values, F32).copy()
+        for depth in range(nodes.shape[1] - 1, -1, -1):
+            on = lengths > depth
+            if on.any():
+                value[on] = -self.discount * value[on]
+                np.add.at(self.W, (nodes[on, depth], edges[on, depth]), value[on] + self.virtual_loss)
 
-    def _backup(self, path: list, value) -> None:
-        """Negamax with discount from the leaf up; each edge also gets its virtual loss back."""
-        value = F32(value)
-        for node, k in reversed(path):
-            value = -self.discount * value
-            node.W[k] += value + self.virtual_loss
-
-    def _simulate(self, i: int) -> tuple[int, _Node | None, list]:
-        """One simulation in tree ``i``: ``(1, leaf, path)`` for a leaf needing the network,
-        0 for a finished game (backed up), 2 for a leaf another simulation waits for (undone)."""
-        node = self.roots[i]
-        visits = self.root_visits[i]
-        path = []
-        while node.children is not None and not node.pending:
-            k = self._select_child(node, visits)
-            node.N[k] += F32(1.0)
-            node.W[k] -= self.virtual_loss
-            path.append((node, k))
-            visits = int(node.N[k])
-            child = node.children[k]
-            if child is None:
-                game = node.game.copy()
-                game.step(node.actions[k])
-                child = node.children[k] = _Node(game)
-            node = child
-        if node.pending:
-            for parent, k in path:
-                parent.N[k] -= F32(1.0)
-                parent.W[k] += self.virtual_loss
-            return 2, None, path
-        self.root_visits[i] += 1  # the root counts simulations
-        if not node.terminal and node.game.is_over():
-            node.terminal = True
-            node.value = F32(terminal_value(node.game))
-        if node.terminal:
-            self._backup(path, node.value)
-            return 0, None, path
-        actions = node.game.legal_actions()
-        n = len(actions)
-        node.actions = np.asarray(actions, np.int64)
-        node.P = np.full(n, F32(1.0) / F32(n), F32)
-        node.N = np.zeros(n, F32)
-        node.W = np.zeros(n, F32)
-        node.children = [None] * n
-        node.pending = True
-        return 1, node, path
+    def _simulate(self, trees: np.ndarray) -> np.ndarray:
+        """One simulation in each of ``trees`` at once; per tree 1 for a new leaf needing the network
+        (queued for backup), 0 for a finished game (backed up), 2 for a leaf another simulation waits
+        for (undone)."""
+        node = self.roots[trees].copy()
+        visits = self.root_visits[trees].copy()
+        path_nodes, path_edges = [], []  # per depth: the node and edge of every tree (-1: stopped above)
+        going = np.flatnonzero(self.state[node] == EXPANDED)
+        while len(going):
+            at = node[going]
+            N, W = self.N[at], self.W[at]
+            score = W / np.maximum(N, F32(1.0))  # Q
+            score[N == 0] = self.fpu
+            sqrt_n = np.sqrt(np.maximum(visits[going], 1).astype(F32))
+            score += self.c_puct * self.P[at] * sqrt_n[:, None] / (F32(1.0) + N)
+            score[self.actions[at] < 0] = -np.inf
+            edge = score.argmax(1)  # the first of equal scores, as the C loop's strict '>'
+            self.N[at, edge] += F32(1.0)
+            self.W[at, edge] -= self.virtual_loss
+            level_nodes, level_edges = np.full(len(trees), -1, np.int64), np.full(len(trees), -1, np.int64)
+            level_nodes[going], level_edges[going] = at, edge
+            path_nodes.append(level_nodes)
+            path_edges.append(level_edges)
+            visits[going] = self.N[at, edge].astype(np.int64)
+            child = self.children[at, edge]
+            for j in np.flatnonzero(child < 0):
+                game = self.games[at[j]].copy()
+                game.step(int(self.actions[at[j], edge[j]]))
+                child[j] = self.children[at[j], edge[j]] = self._new_node(game)
+            node[going] = child
+            going = going[self.state[child] == EXPANDED]
+        depth = len(path_nodes)
+        nodes = np.stack(path_nodes, 1) if depth else np.zeros((len(trees), 0), np.int64)
+        edges = np.stack(path_edges, 1) if depth else np.zeros((len(trees), 0), np.int64)
+        lengths = (nodes >= 0).sum(1)
+        outcome = np.ones(len(trees), np.int64)
+        waiting = self.state[node] == PENDING
+        for j in np.flatnonzero(waiting):  # undo the path: this tree waits with its open leaves
+            self.N[nodes[j, :lengths[j]], edges[j, :lengths[j]]] -= F32(1.0)
+            self.W[nodes[j, :lengths[j]], edges[j, :lengths[j]]] += self.virtual_loss
+        outcome[waiting] = 2
+        self.root_visits[trees[~waiting]] += 1  # the root counts simulations
+        for j in np.flatnonzero(self.state[node] == NEW):
+            n = node[j]
+            game = self.games[n]
+            if game.is_over():
+                self.state[n], self.value[n] = TERMINAL, F32(terminal_value(game))
+                continue
+            actions = game.legal_actions()
+            if len(actions) > self.P.shape[1]:
+                self._allocate(len(self.state), max(len(actions), 2 * self.P.shape[1]))
+            self.actions[n, :len(actions)] = actions
+            self.P[n, :len(actions)] = F32(1.0) / F32(len(actions))
+            self.state[n] = PENDING
+            self.leaves.append((int(trees[j]), int(n), nodes[j, :lengths[j]], edges[j, :lengths[j]]))
+        finished = self.state[node] == TERMINAL
+        if finished.any():
+            self._backup(nodes[finished], edges[finished], lengths[finished], self.value[node[finished]])
+            outcome[finished] = 0
+        return outcome
 
     def select(self, k: int, limit: int):
         """Up to ``k`` simulations in every tree with fewer than ``limit`` visits; returns
         ``(observations, masks, keys)`` of the leaves that need the network."""
         if self.leaves:
             raise RuntimeError("select called twice without backup")
-        for i, root in enumerate(self.roots):
-            if root is None:
-                continue
-            for _ in range(k):
-                if self.root_visits[i] >= limit:
-                    break
-                got, leaf, path = self._simulate(i)
-                if got == 2:  # the tree's open leaves are all waiting: wait with them
-                    break
-                if got == 1:
-                    self.leaves.append((leaf, path))
+        trees = np.flatnonzero(self.roots >= 0)
+        for _ in range(k):
+            trees = trees[self.root_visits[trees] < limit]
+            if not len(trees):
+                break
+            outcome = self._simulate(trees)
+            trees = trees[outcome != 2]  # a tree whose open leaves are all waiting waits with them
+        self.leaves.sort(key=lambda leaf: leaf[0])  # tree by tree (stable: each tree's in simulation order)
         n = len(self.leaves)
         observations = np.zeros((n, *self.observation_shape), F32)
         masks = np.zeros((n, self.num_actions), np.int8)
         keys = np.zeros(n, np.uint64)
-        for j, (leaf, _) in enumerate(self.leaves):
-            observations[j] = leaf.game.observation()
-            masks[j, leaf.actions] = 1
-            keys[j] = leaf.game.key()
+        for j, (_, node, _, _) in enumerate(self.leaves):
+            game = self.games[node]
+            observations[j] = game.observation()
+            actions = self.actions[node]
+            masks[j, actions[actions >= 0]] = 1
+            keys[j] = game.key()
         return observations, masks, keys
 
     def backup(self, priors: np.ndarray, values: np.ndarray) -> None:
@@ -167,31 +202,47 @@ class GameSearch:
         values = np.asarray(values, F32)
         if len(priors) != len(self.leaves) or len(values) != len(self.leaves):
             raise ValueError(f"backup needs {len(self.leaves)} priors and values, got {len(priors)} and {len(values)}")
-        for j, (leaf, path) in enumerate(self.leaves):
-            p = priors[j, leaf.actions]
-            total = np.cumsum(p, dtype=F32)[-1]  # summed in order, as the C loop does
-            leaf.P = p / total if total > 0 else np.full(len(p), F32(1.0) / F32(len(p)), F32)
-            leaf.pending = False
-            self._backup(path, values[j])
+        if not self.leaves:
+            return
+        leaf = np.array([node for _, node, _, _ in self.leaves])
+        actions = self.actions[leaf]
+        legal = actions >= 0
+        p = np.where(legal, priors[np.arange(len(leaf))[:, None], np.maximum(actions, 0)], F32(0.0))
+        total = np.cumsum(p, axis=1, dtype=F32)[:, -1]  # summed in order, as the C loop does
+        uniform = np.where(legal, F32(1.0) / legal.sum(1, keepdims=True).astype(F32), F32(0.0))
+        self.P[leaf] = np.where((total > 0)[:, None], p / np.where(total > 0, total, F32(1.0))[:, None], uniform)
+        self.state[leaf] = EXPANDED
+        depth = max(len(path) for _, _, path, _ in self.leaves)
+        nodes = np.zeros((len(leaf), depth), np.int64)
+        edges = np.zeros((len(leaf), depth), np.int64)
+        lengths = np.array([len(path) for _, _, path, _ in self.leaves])
+        for j, (_, _, path, path_edges) in enumerate(self.leaves):
+            nodes[j, :len(path)], edges[j, :len(path)] = path, path_edges
+        self._backup(nodes, edges, lengths, values)
         self.leaves = []
 
     def mix_root_noise(self, noise: np.ndarray, epsilon: float) -> None:
         """Root priors become ``(1 - eps) P + eps noise[i, action]`` (expanded roots only)."""
         eps = F32(epsilon)
         for i, root in enumerate(self.roots):
-            if root is None or root.children is None:
+            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
                 continue
-            root.P = (F32(1.0) - eps) * root.P + eps * np.asarray(noise[i], F32)[root.actions]
+            actions = self.actions[root]
+            legal = actions[actions >= 0]
+            self.P[root, :len(legal)] = (F32(1.0) - eps) * self.P[root, :len(legal)] + eps * np.asarray(noise[i], F32)[legal]
 
     def root_stats(self) -> tuple[np.ndarray, np.ndarray]:
         """``(visits, q)``, float32 ``(num_trees, A)``: per root action, N and W / N (0 if unvisited)."""
         visits = np.zeros((len(self.roots), self.num_actions), F32)
         q = np.zeros_like(visits)
         for i, root in enumerate(self.roots):
-            if root is None or root.children is None:
+            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
                 continue
-            visits[i, root.actions] = root.N
-            q[i, root.actions] = np.where(root.N > 0, root.W / np.maximum(root.N, F32(1.0)), F32(0.0))
+            actions = self.actions[root]
+            legal = actions[actions >= 0]
+            N, W = self.N[root, :len(legal)], self.W[root, :len(legal)]
+            visits[i, legal] = N
+            q[i, legal] = np.where(N > 0, W / np.maximum(N, F32(1.0)), F32(0.0))
         return visits, q
 
 
