@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # about 24 minutes on 2 idle CPU cores
+    python experiments/alphazero_connect4.py              # about 23 minutes on 2 idle CPU cores
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
@@ -36,7 +36,7 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--iterations", type=int, default=60)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
