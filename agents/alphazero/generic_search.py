@@ -71,12 +71,11 @@ class GameSearch:
                 new[:old.shape[0], :old.shape[1]] = old
             return new
 
-        first = not hasattr(self, "P")
         for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("actions", -1, np.int64),
                                   ("children", -1, np.int64)):
-            setattr(self, name, grown(None if first else getattr(self, name), fill, dtype))
+            setattr(self, name, grown(getattr(self, name, None), fill, dtype))
         state, value = np.full(capacity, NEW, np.int8), np.zeros(capacity, F32)
-        if not first:
+        if hasattr(self, "state"):
             state[:len(self.state)], value[:len(self.value)] = self.state, self.value
         self.state, self.value = state, value
 
