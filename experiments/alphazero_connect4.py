@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # about 23 minutes on 2 idle CPU cores
+    python experiments/alphazero_connect4.py              # 23-31 minutes on 2 idle CPU cores (two hosts)
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
@@ -46,6 +46,13 @@ def main(argv=None) -> int:
                         help="weight of the search's value in the value target (the rest: the game's result)")
     parser.add_argument("--policy-target-power", type=float, default=2.0,
                         help="policy target in proportion to visits ** this (2: sharper, as Tic-Tac-Toe's default)")
+    parser.add_argument("--temperature-plies", type=int, default=8,
+                        help="self-play moves sampled from the visit counts (the most visited afterwards)")
+    parser.add_argument("--random-start-fraction", type=float, default=0.25,
+                        help="share of self-play games that start after random moves (wider coverage)")
+    parser.add_argument("--random-start-plies", type=int, default=6, help="such a game starts after 1 .. this many")
+    parser.add_argument("--window-start", type=int, default=0,
+                        help="> 0: train on KataGo's growing window of recent samples from this size; 0: the buffer")
     parser.add_argument("--eval-simulations", type=int, default=400, help="simulations per judged move")
     parser.add_argument("--sample", type=int, default=500, help="solver-judged positions")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour against alpha-beta")
@@ -70,10 +77,11 @@ def main(argv=None) -> int:
 
     config = GameConfig(
         game="connect_four", run_dir=args.out, seed=args.seed, iterations=args.iterations,
-        games_per_iteration=args.games, temperature_plies=8, random_start_fraction=0.25, random_start_plies=6,
+        games_per_iteration=args.games, temperature_plies=args.temperature_plies,
+        random_start_fraction=args.random_start_fraction, random_start_plies=args.random_start_plies,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
-        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000, batch_size=256,
+        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000, window_start=args.window_start, batch_size=256,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads)

@@ -12,7 +12,9 @@ random player. The algorithm, checkpoints, resume, metrics and TensorBoard are t
 saved agent are ``agents/boardgame_ppo.py``'s.
 
 Judged at the end: Tic-Tac-Toe by our exhaustive minimax on every one of the 4,520 positions where the
-game goes on (value-preserving: the move keeps a win a win and a draw a draw); both games by
+game goes on (value-preserving: the move keeps a win a win and a draw a draw), Connect Four by the
+perfect solver bitbully on the AlphaZero experiment's seeded sample of ``--sample`` positions (extra
+``[games]``; without it the sample is skipped with a note); both games by
 ``--final-games`` games per seat against the random player, and Connect Four by ``--match-games`` per
 seat against alpha-beta depth 2 (``agents.boardgame_judges``), each beside the random player's own
 result in the same games. Writes ``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv,
@@ -64,6 +66,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--eval-every", type=int, default=5, help="iterations between learning-curve points")
     p.add_argument("--final-games", type=int, default=500, help="games per seat against random at the end")
     p.add_argument("--match-games", type=int, default=100, help="Connect Four: games per seat against alpha-beta")
+    p.add_argument("--sample", type=int, default=500,
+                   help="Connect Four: solver-judged positions (the AlphaZero experiment's sample; needs bitbully)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     defaults = GAME_DEFAULTS[args.game]
@@ -89,8 +93,8 @@ def main(argv=None) -> int:
     import torch
 
     from agents import load
-    from agents.boardgame_judges import (ConnectFourAlphaBeta, choose_in_batches, play_match, random_player,
-                                         score_moves, solve_tictactoe)
+    from agents.boardgame_judges import (ConnectFourAlphaBeta, ConnectFourSolver, choose_in_batches, play_match,
+                                         random_player, sample_positions, score_moves, solve_tictactoe)
     from agents.ppo import native
 
     args = parse_args(argv)
@@ -106,13 +110,21 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     agent = load(os.path.join(args.out, "agent"))
     players = {"PPO": agent.act_games, "baseline: random": random_player(args.seed + 2)}
-    scores = {}
+    positions, move_values = [], []
     if args.game == "tictactoe":
         table = solve_tictactoe()
         positions = table.non_terminal()
         move_values = [table.move_values(g) for g in positions]
-        scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
-                  for label, choose in players.items()}
+    elif args.sample > 0:
+        try:
+            solver = ConnectFourSolver(seed=args.seed)
+        except ImportError as exc:  # the solver is an optional extra: the matches still run
+            print(f"note: no solver-judged sample: {exc}", flush=True)
+        else:
+            positions = sample_positions(args.sample, seed=args.seed)
+            move_values = [solver.move_values(g) for g in positions]
+    scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
+              for label, choose in players.items()} if positions else {}
     opponents = {"random": (lambda: random_player(args.seed + 1), args.final_games)}
     if args.game == "connect_four":
         opponents["alpha-beta depth 2"] = (lambda: ConnectFourAlphaBeta(2, args.seed + 1), args.match_games)
@@ -149,10 +161,14 @@ def write_report(args, settings, state, scores, matches, train_s, final_s, wall_
                 table.append([label, side, f"{r['positions']:,}", f"**{r['value_preserving']:.4f}**",
                               r["win->draw"], r["win->loss"], r["draw->loss"]])
         write_csv(os.path.join(out, "scores.csv"), rows)
-        score_text = f"""## Every position (exhaustive minimax)
+        judged = ("Each of the 4,520 positions where the game goes on, the greedy policy's move against the solved "
+                  "values" if args.game == "tictactoe" else
+                  f"The greedy policy's move in each of a seeded sample of {args.sample} positions from real games "
+                  f"(seed {args.seed}: the sample `experiments/alphazero_connect4.py` judges), against the perfect "
+                  "solver bitbully's values")
+        score_text = f"""## {"Every position (exhaustive minimax)" if args.game == "tictactoe" else "Solver-judged positions"}
 
-Each of the 4,520 positions where the game goes on, the greedy policy's move against the solved values
-(value-preserving: a win stays a win, a draw a draw).
+{judged} (value-preserving: a win stays a win, a draw a draw).
 
 {markdown_table(["player", "to move", "positions", "value-preserving", "win->draw", "win->loss", "draw->loss"], table)}
 

@@ -3,6 +3,8 @@ resume bit for bit, the saved agent, clear errors, and a short Tic-Tac-Toe run j
 
 from __future__ import annotations
 
+import csv
+import importlib.util
 import json
 import os
 
@@ -225,17 +227,24 @@ def test_bad_game_names_and_settings_give_clear_errors(tmp_path):
 def test_the_experiment_writes_its_report(tmp_path):
     from experiments import ppo_boardgames
 
+    solver = importlib.util.find_spec("bitbully") is not None
     for game in ("tictactoe", "connect_four"):
         out = str(tmp_path / game)
         assert ppo_boardgames.main(["--game", game, "--steps", "512", "--train-batch", "256", "--num-envs", "16",
                                     "--minibatch", "64", "--channels", "8", "--final-games", "10",
                                     "--match-games", "2", "--eval-every", "1", "--eval-games", "4",
-                                    "--out", out]) == 0
+                                    "--sample", "12", "--out", out]) == 0
         report = open(os.path.join(out, "report.md")).read()
         assert "load average" in report and "PPO | random | second" in report
-        assert ("value-preserving" in report) == (game == "tictactoe")
+        judged = game == "tictactoe" or solver
+        assert ("value-preserving" in report) == judged
+        assert ("Solver-judged positions" in report) == (game == "connect_four" and solver)
+        assert os.path.exists(os.path.join(out, "scores.csv")) == judged
         assert ("alpha-beta depth 2" in report) == (game == "connect_four")
         assert os.path.exists(os.path.join(out, "metrics.csv"))
+    if solver:
+        rows = list(csv.DictReader(open(os.path.join(tmp_path, "connect_four", "scores.csv"))))
+        assert [int(r["positions"]) for r in rows if r["to move"] == "all"] == [12, 12]
     with pytest.raises(SystemExit):
         ppo_boardgames.parse_args(["--game", "chess"])
 
