@@ -301,6 +301,21 @@ def sample_positions(count: int, seed: int = 0, depth: int = 2, epsilon: float =
     return [seen[keys[i]] for i in sorted(picked)]
 
 
+
+def judged_sample(count: int, seed: int = 0,
+                  progress: Callable[[int], None] | None = None) -> tuple[list[ConnectFour], list[dict[int, int]]]:
+    """The Connect Four experiments' judged positions: :func:`sample_positions` and the solver's
+    :meth:`ConnectFourSolver.move_values` of each (``progress(done)`` after each). ``ImportError``
+    without bitbully."""
+    solver = ConnectFourSolver(seed=seed)
+    positions = sample_positions(count, seed=seed)
+    move_values = []
+    for i, game in enumerate(positions):
+        move_values.append(solver.move_values(game))
+        if progress is not None:
+            progress(i + 1)
+    return positions, move_values
+
 # -- matches --------------------------------------------------------------------------
 
 

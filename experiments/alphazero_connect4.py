@@ -28,7 +28,7 @@ import torch  # noqa: E402
 from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, GameConfig, train, write_agent  # noqa: E402
 from agents.alphazero.mcts import SearchConfig  # noqa: E402
 from agents.boardgame_judges import (ConnectFourAlphaBeta, ConnectFourSolver, choose_in_batches,  # noqa: E402
-                                     play_match, random_player, sample_positions, score_moves)
+                                     judged_sample, play_match, random_player, score_moves)
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 
@@ -65,13 +65,8 @@ def main(argv=None) -> int:
 
     started = machine()
     start = time.perf_counter()
-    solver = ConnectFourSolver(seed=args.seed)
-    positions = sample_positions(args.sample, seed=args.seed)
-    with Progress(len(positions), "solver values of the sample", unit="position") as bar:
-        move_values = []
-        for i, g in enumerate(positions):
-            move_values.append(solver.move_values(g))
-            bar.update(i + 1)
+    with Progress(args.sample, "solver values of the sample", unit="position") as bar:
+        positions, move_values = judged_sample(args.sample, args.seed, bar.update)
     judge_seconds = time.perf_counter() - start
     args.positions = positions
 
@@ -81,7 +76,8 @@ def main(argv=None) -> int:
         random_start_fraction=args.random_start_fraction, random_start_plies=args.random_start_plies,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
-        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000, window_start=args.window_start, batch_size=256,
+        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000,
+        window_start=args.window_start, batch_size=256,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads)

@@ -93,8 +93,8 @@ def main(argv=None) -> int:
     import torch
 
     from agents import load
-    from agents.boardgame_judges import (ConnectFourAlphaBeta, ConnectFourSolver, choose_in_batches, play_match,
-                                         random_player, sample_positions, score_moves, solve_tictactoe)
+    from agents.boardgame_judges import (ConnectFourAlphaBeta, choose_in_batches, judged_sample, play_match,
+                                         random_player, score_moves, solve_tictactoe)
     from agents.ppo import native
 
     args = parse_args(argv)
@@ -117,12 +117,9 @@ def main(argv=None) -> int:
         move_values = [table.move_values(g) for g in positions]
     elif args.sample > 0:
         try:
-            solver = ConnectFourSolver(seed=args.seed)
+            positions, move_values = judged_sample(args.sample, args.seed)
         except ImportError as exc:  # the solver is an optional extra: the matches still run
             print(f"note: no solver-judged sample: {exc}", flush=True)
-        else:
-            positions = sample_positions(args.sample, seed=args.seed)
-            move_values = [solver.move_values(g) for g in positions]
     scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
               for label, choose in players.items()} if positions else {}
     opponents = {"random": (lambda: random_player(args.seed + 1), args.final_games)}
@@ -161,12 +158,15 @@ def write_report(args, settings, state, scores, matches, train_s, final_s, wall_
                 table.append([label, side, f"{r['positions']:,}", f"**{r['value_preserving']:.4f}**",
                               r["win->draw"], r["win->loss"], r["draw->loss"]])
         write_csv(os.path.join(out, "scores.csv"), rows)
-        judged = ("Each of the 4,520 positions where the game goes on, the greedy policy's move against the solved "
-                  "values" if args.game == "tictactoe" else
-                  f"The greedy policy's move in each of a seeded sample of {args.sample} positions from real games "
-                  f"(seed {args.seed}: the sample `experiments/alphazero_connect4.py` judges), against the perfect "
-                  "solver bitbully's values")
-        score_text = f"""## {"Every position (exhaustive minimax)" if args.game == "tictactoe" else "Solver-judged positions"}
+        if args.game == "tictactoe":
+            title, judged = ("Every position (exhaustive minimax)", "Each of the 4,520 positions where the game "
+                             "goes on, the greedy policy's move against the solved values")
+        else:
+            title, judged = ("Solver-judged positions", f"The greedy policy's move in each of a seeded sample of "
+                             f"{args.sample} positions from real games (seed {args.seed}: the sample "
+                             "`experiments/alphazero_connect4.py` judges), against the perfect solver "
+                             "bitbully's values")
+        score_text = f"""## {title}
 
 {judged} (value-preserving: a win stays a win, a draw a draw).
 
