@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # 23-31 minutes on 2 idle CPU cores (two hosts)
+    python experiments/alphazero_connect4.py              # ~22 minutes on 2 idle CPU cores
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
@@ -36,7 +36,7 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=60)
+    parser.add_argument("--iterations", type=int, default=80)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
@@ -53,6 +53,17 @@ def main(argv=None) -> int:
     parser.add_argument("--random-start-plies", type=int, default=6, help="such a game starts after 1 .. this many")
     parser.add_argument("--window-start", type=int, default=0,
                         help="> 0: train on KataGo's growing window of recent samples from this size; 0: the buffer")
+    parser.add_argument("--fast-simulations", type=int, default=0,
+                        help="> 0: playout cap randomisation, this many simulations for the moves not recorded")
+    parser.add_argument("--full-search-fraction", type=float, default=0.25,
+                        help="share of moves searched in full and recorded, with --fast-simulations")
+    parser.add_argument("--buffer", type=int, default=60_000, help="replay buffer size in positions")
+    parser.add_argument("--bf16-training", action=argparse.BooleanOptionalAction, default=True,
+                        help="training steps under bf16 autocast where the CPU has native bf16 (weights stay float32)")
+    parser.add_argument("--average-positions", action="store_true",
+                        help="train on each distinct buffered position once, with its targets averaged")
+    parser.add_argument("--weight-average", type=float, default=0.0,
+                        help="> 0: the agent plays with a moving average of the weights of this decay per iteration")
     parser.add_argument("--eval-simulations", type=int, default=400, help="simulations per judged move")
     parser.add_argument("--sample", type=int, default=500, help="solver-judged positions")
     parser.add_argument("--match-games", type=int, default=50, help="games per colour against alpha-beta")
@@ -74,10 +85,12 @@ def main(argv=None) -> int:
         game="connect_four", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, temperature_plies=args.temperature_plies,
         random_start_fraction=args.random_start_fraction, random_start_plies=args.random_start_plies,
+        fast_simulations=args.fast_simulations, full_search_fraction=args.full_search_fraction,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
-        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=60_000,
-        window_start=args.window_start, batch_size=256,
+        blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=args.buffer,
+        window_start=args.window_start, average_positions=args.average_positions,
+        weight_average=args.weight_average, mixed_precision_training=args.bf16_training, batch_size=256,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads)
@@ -98,6 +111,10 @@ def main(argv=None) -> int:
     alpha_beta = ConnectFourAlphaBeta(args.depth, seed=args.seed)
     players = {"raw policy": raw.act_games, mcts_name: mcts.act_games,
                f"baseline: alpha-beta depth {args.depth}": alpha_beta, "baseline: random": random_player(args.seed)}
+    if "average_model" in state:  # the agent plays with the averaged weights; the last ones for comparison
+        for label, sims in (("raw policy", 0), (mcts_name, args.eval_simulations)):
+            last = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=sims, averaged=False)
+            players[f"{label}, last weights"] = last.act_games
     scores = {}
     for label, choose in players.items():
         print(f"scoring {label} on {len(positions)} positions ...", flush=True)
@@ -124,10 +141,12 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
                  agent_path, measured_on: str) -> None:
     metrics, out = state["metrics"], args.out
     iters = [m["iteration"] for m in metrics]
-    line_plot(os.path.join(out, "rates.png"), iters, {
-        f"raw policy, value-preserving (solver-judged sample of {args.sample})":
-            [m["score_policy_value_preserving"] for m in metrics],
-    }, "iteration", "rate", "Connect Four: the raw policy's moves against the perfect solver")
+    curves = {f"raw policy, value-preserving (solver-judged sample of {args.sample})":
+              [m["score_policy_value_preserving"] for m in metrics]}
+    if config.weight_average > 0:
+        curves["the same, averaged weights"] = [m["average_score_policy_value_preserving"] for m in metrics]
+    line_plot(os.path.join(out, "rates.png"), iters, curves, "iteration", "rate",
+              "Connect Four: the raw policy's moves against the perfect solver")
     line_plot(os.path.join(out, "losses.png"), iters,
               {"policy loss": [m["policy_loss"] for m in metrics], "value loss": [m["value_loss"] for m in metrics]},
               "iteration", "loss", "training losses")
@@ -157,15 +176,26 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     vs_solver = [m for m in matches if m.player == mcts_name and m.opponent == "perfect solver"]
     selfplay = sum(m["selfplay_s"] for m in metrics)
     positions = sum(m["samples"] for m in metrics)
+    averaging = ""
+    if config.average_positions:
+        averaging += " Training drew from the buffer's distinct positions, each once, with its targets averaged."
+    if config.weight_average > 0:
+        averaging += (f" The agent plays with a moving average of the network's weights (decay"
+                      f" {config.weight_average} per iteration); rows marked \"last weights\" are the last"
+                      " trained ones.")
+    searches = f"{config.search.simulations} simulations a move"
+    if config.fast_simulations > 0:
+        searches = (f"playout caps: {config.search.simulations} simulations on {config.full_search_fraction:.0%} of"
+                    f" the moves, which are the recorded ones, {config.fast_simulations} on the rest")
     text = f"""# AlphaZero on Connect Four (PettingZoo `connect_four_v3`)
 
-{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
-move, {config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves),
+{len(metrics)} iterations of {config.games_per_iteration} self-play games ({searches},
+{config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves),
 {positions:,} training positions, a {config.blocks}-block, {config.channels}-channel residual network, the
 generic batched search (`agents/alphazero/generic_search.py`) over the board adapter of the PettingZoo game.
 Judged by the perfect solver bitbully on a seeded sample of {args.sample} positions from real games
 (alpha-beta depth 2 against itself with 30% random moves, mean {np.mean([g.moves for g in args.positions]):.1f}
-stones on the board); the solver only judges, it never trains.
+stones on the board); the solver only judges, it never trains.{averaging}
 
 | | value-preserving (sample) | win->draw | win->loss | draw->loss | target |
 |---|---|---|---|---|---|

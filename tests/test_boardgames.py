@@ -266,21 +266,69 @@ def _tiny(run_dir, **changes):
     return dataclasses.replace(config, **changes)
 
 
-def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
+@pytest.mark.parametrize("changes", [{}, {"average_positions": True, "weight_average": 0.5}])
+def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path, changes):
     from agents.alphazero.boardgames import train
 
-    straight = train(_tiny(tmp_path / "a"), verbose=False)
-    train(_tiny(tmp_path / "b", iterations=1), verbose=False)
-    resumed = train(_tiny(tmp_path / "b"), resume=True, verbose=False)
+    straight = train(_tiny(tmp_path / "a", **changes), verbose=False)
+    train(_tiny(tmp_path / "b", iterations=1, **changes), verbose=False)
+    resumed = train(_tiny(tmp_path / "b", **changes), resume=True, verbose=False)
     assert resumed["iteration"] == 3
     for name, tensor in straight["model"].items():
         assert torch.equal(tensor, resumed["model"][name]), name
+    assert ("average_model" in resumed) == bool(changes)
+    for name, tensor in straight.get("average_model", {}).items():
+        assert torch.equal(tensor, resumed["average_model"][name]), name
     assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
     assert len(open(tmp_path / "b" / "metrics.csv").read().strip().splitlines()) == 4
     with pytest.raises(ValueError, match="resume"):
-        train(_tiny(tmp_path / "b"), verbose=False)
+        train(_tiny(tmp_path / "b", **changes), verbose=False)
     with pytest.raises(ValueError, match="other settings"):
-        train(_tiny(tmp_path / "b", channels=16), resume=True, verbose=False)
+        train(_tiny(tmp_path / "b", channels=16, **changes), resume=True, verbose=False)
+
+
+def test_position_averaging_keeps_each_position_once_with_its_mean_targets():
+    from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
+
+    rng = np.random.default_rng(0)
+    games = [play(ConnectFour, list(rng.integers(0, 7, size=n))) for n in (0, 1, 2, 3, 5, 8)]
+    picks = rng.integers(0, len(games), size=200)  # positions repeated, in random order
+    policies = rng.dirichlet(np.ones(7), size=200).astype(np.float32)
+    values = rng.choice([-1.0, 0.0, 1.0], size=200).astype(np.float32)
+    samples = Samples(np.stack([games[i].observation() for i in picks]).astype(np.float16),
+                      np.stack([games[i].legal_mask() for i in picks]), policies, values)
+    buffer = ReplayBuffer(256, samples.observations.shape[1:], 7)
+    buffer.add(samples)
+    averaged = averaged_positions(buffer.held())
+    assert len(averaged) == len(set(picks.tolist())) == len(games)
+    for j in range(len(averaged)):
+        i = next(i for i, g in enumerate(games) if np.array_equal(g.observation(), averaged.observations[j]))
+        same = picks == i
+        assert np.allclose(averaged.policies[j], policies[same].mean(0), atol=1e-6)
+        assert averaged.values[j] == pytest.approx(values[same].mean(), abs=1e-6)
+        assert np.array_equal(averaged.masks[j], games[i].legal_mask())
+    assert ReplayBuffer.of(averaged).size == len(averaged)
+
+
+def test_weight_average_is_the_moving_average_of_the_weights():
+    from agents.alphazero.boardgames import GameConfig, average_weights
+
+    net = PolicyValueNet(NetConfig(3, 3, 2, 9, blocks=1, channels=4, policy_channels=2))
+    first = average_weights(None, net, 0.75)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    second = average_weights(first, net, 0.75)
+    for name, tensor in net.state_dict().items():
+        if tensor.is_floating_point():
+            assert torch.allclose(second[name], 0.75 * before[name] + 0.25 * tensor), name
+        else:
+            assert torch.equal(second[name], tensor), name
+    with pytest.raises(ValueError, match="weight_average"):
+        GameConfig(weight_average=1.0)
+    with pytest.raises(ValueError, match="window_start"):
+        GameConfig(average_positions=True, window_start=1000)
 
 
 def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
@@ -400,3 +448,49 @@ def test_value_target_mixes_the_result_with_the_search_value():
     assert results[0].actions == (2,)
     assert np.allclose(sharp.policies[0], visits[0] ** 2 / (visits[0] ** 2).sum())
     assert sharp.policies[0, 2] > only_result.policies[0, 2]
+
+
+def test_board_game_playout_caps_record_only_full_searches():
+    from agents.alphazero.boardgames import play_games
+
+    starts = [TicTacToe() for _ in range(6)]
+    search = SearchConfig(simulations=16, leaves_per_tree=2)
+
+    def run(**options):
+        return play_games(starts, UniformEvaluator(), search, np.random.default_rng(0), 2, **options)
+
+    none, results = run(fast_simulations=4, full_search_fraction=0.0)
+    assert len(none) == 0 and all(len(r.actions) >= 5 for r in results)  # games played, nothing recorded
+    every, results = run(fast_simulations=4, full_search_fraction=1.0)
+    assert len(every) == sum(len(r.actions) for r in results)
+    some, results = run(fast_simulations=4, full_search_fraction=0.5)
+    assert 0 < len(some) < sum(len(r.actions) for r in results)
+    # a recorded move's target comes from the full search: with uniform priors its 16 visits leave no
+    # legal move of the empty board unvisited, where a 4-visit search would
+    first = some.observations.reshape(len(some), -1).sum(1) == 0
+    assert first.any() and np.all((some.policies[first] > 0).sum(1) == 9)
+
+
+def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
+    from agents.alphazero.selfplay import ReplayBuffer, Samples
+    from agents.alphazero.train import train_steps
+    from agents.devices import cpu_has_native_bf16
+
+    rng = np.random.default_rng(0)
+    games = [play(ConnectFour, list(rng.integers(0, 7, size=int(n)))) for n in rng.integers(0, 9, size=256)]
+    samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
+                      np.stack([g.legal_mask() for g in games]), rng.dirichlet(np.ones(7), size=256).astype(np.float32),
+                      rng.uniform(-1, 1, 256).astype(np.float32))
+    config = _tiny("unused", batch_size=128)
+    losses = {}
+    for bf16 in (False, True):
+        torch.manual_seed(0)
+        net = PolicyValueNet(NetConfig(6, 7, 2, 7, blocks=1, channels=16, policy_channels=2))
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
+        losses[bf16] = train_steps(net, optimizer, ReplayBuffer.of(samples), 1, config, np.random.default_rng(1),
+                                   None, mixed_precision=bf16)
+        assert all(p.dtype == torch.float32 for p in net.parameters())
+    for name in ("policy_loss", "value_loss"):
+        assert losses[True][name] == pytest.approx(losses[False][name], rel=0.03), name
+    if cpu_has_native_bf16():  # autocast engaged: bf16 arithmetic rounds differently
+        assert losses[True] != losses[False]

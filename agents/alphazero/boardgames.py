@@ -23,7 +23,7 @@ from agents.alphazero.game import GAMES, new_game
 from agents.alphazero.generic_search import run_game_search
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
-from agents.alphazero.selfplay import ReplayBuffer, Samples
+from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
 from agents.alphazero.train import run_result, save_iteration, train_steps
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
@@ -46,6 +46,8 @@ class GameConfig:
     policy_target_power: float = 1.0  # policy target in proportion to visits ** this (above 1: sharper)
     random_start_fraction: float = 0.0  # share of games that start after random moves (wider coverage)
     random_start_plies: int = 6  # such a game starts after 1 .. this many random moves
+    fast_simulations: int = 0  # > 0: playout cap randomisation (KataGo), cheap searches for unrecorded moves
+    full_search_fraction: float = 0.25  # share of moves searched in full (and recorded) under playout caps
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     blocks: int = 3
     channels: int = 32
@@ -57,14 +59,23 @@ class GameConfig:
     learning_rate: float = 2e-3
     final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
     weight_decay: float = 1e-4
+    average_positions: bool = False  # train on each distinct buffered position once, its targets averaged
+    weight_average: float = 0.0  # > 0: also keep this decay's moving average of the weights, per iteration
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
     symmetries: bool = False  # store every position in all the board's symmetric images (see symmetry_maps)
     threads: int = 0  # torch threads (0: torch's default)
     mixed_precision: bool = True  # bf16 autocast where it pays (agents.devices.autocast): big inference batches
+    mixed_precision_training: bool = False  # the training steps under the same autocast
 
     def __post_init__(self):
         if self.game not in GAMES:
             raise ValueError(f"unknown game {self.game!r}; known: {', '.join(GAMES)}")
+        if self.average_positions and self.window_start > 0:
+            raise ValueError("average_positions averages the whole buffer: it does not combine with window_start")
+        if self.fast_simulations > 0 and not 0.0 < self.full_search_fraction <= 1.0:
+            raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
+        if not 0.0 <= self.weight_average < 1.0:
+            raise ValueError(f"weight_average must be in [0, 1), got {self.weight_average}")
 
     @classmethod
     def from_dict(cls, d: dict) -> GameConfig:
@@ -140,7 +151,8 @@ def start_games(config: GameConfig, rng: np.random.Generator) -> list:
 
 def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Generator,
                temperature_plies: int = 8, value_target_q: float = 0.0,
-               policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
+               policy_target_power: float = 1.0, fast_simulations: int = 0,
+               full_search_fraction: float = 1.0) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start position (copies are played), in lockstep; their samples.
 
     Every move: a noisy search of all unfinished games at once, then a move sampled
@@ -151,20 +163,34 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     the result alone is a noisy target while moves are still sampled, the search's value
     is less noisy but biased by the network. A sample's policy target is in proportion to
     the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts).
+
+    Playout cap randomisation (KataGo; Wu, 2019, section 3.1) with ``fast_simulations > 0``: each move
+    gets the full search with probability ``full_search_fraction`` and becomes a sample; the other
+    moves get a noiseless search of ``fast_simulations`` and are played only, so games (and their
+    results, the value targets) come cheaper while the recorded policy targets come from deeper searches.
     """
+    fast_search = dataclasses.replace(search, simulations=fast_simulations) if fast_simulations > 0 else None
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]
     actions: list[list[int]] = [[] for _ in games]
     active = list(range(len(games)))
     while active:
-        visits, q = run_game_search([games[i] for i in active], evaluator, search, rng=rng)
+        full = np.ones(len(active), bool) if fast_search is None else rng.random(len(active)) < full_search_fraction
+        visits = np.zeros((len(active), games[active[0]].num_actions), np.float32)
+        q = np.zeros_like(visits)
+        for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
+            rows = np.flatnonzero(chosen)
+            if len(rows):
+                visits[rows], q[rows] = run_game_search([games[active[r]] for r in rows], evaluator, config,
+                                                        rng=noise)
         still = []
         for row, i in enumerate(active):
             g = games[i]
             policy = visits[row] / visits[row].sum()
-            target = policy if policy_target_power == 1 else visits[row] ** policy_target_power
-            trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
-                                    float(policy @ q[row])))
+            if full[row]:
+                target = policy if policy_target_power == 1 else visits[row] ** policy_target_power
+                trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
+                                        float(policy @ q[row])))
             if g.moves < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
             else:
@@ -178,13 +204,19 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     parts, results = [], []
     for i, trajectory in enumerate(trajectories):
         winner = games[i].winner()
+        results.append(GameResult(tuple(actions[i]), winner))
+        if not trajectory:  # every move of the game had a fast search
+            continue
         obs, masks, policies, sides, searched = zip(*trajectory)
         results_for_mover = [0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides]
         values = ((1 - value_target_q) * np.array(results_for_mover, np.float32)
                   + value_target_q * np.array(searched, np.float32)).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
-        results.append(GameResult(tuple(actions[i]), winner))
+    if not parts:
+        g = games[0]
+        return Samples(np.zeros((0, *g.observation_shape), np.float16), np.zeros((0, g.num_actions), np.int8),
+                       np.zeros((0, g.num_actions), np.float32), np.zeros(0, np.float32)), results
     return Samples.concatenate(parts), results
 
 
@@ -217,12 +249,19 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     """Run (or resume) a board-game training run; returns the final checkpoint state.
 
     ``evaluate(net, iteration) -> dict`` is called after every iteration; its
-    numbers join the metrics. The state: ``config``, ``iteration``, ``metrics``,
-    ``net_config``, ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``.
+    numbers join the metrics (those of the averaged weights, if kept, prefixed
+    ``average_``). The state: ``config``, ``iteration``, ``metrics``, ``net_config``,
+    ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``, and with
+    ``weight_average`` the averaged weights, ``average_model``.
+
+    The moving average of the weights (as KataGo's stochastic weight averaging,
+    Wu 2019) is taken after each iteration's training; self-play always uses the
+    trained weights.
     """
     if config.threads:
         torch.set_num_threads(config.threads)
-    may_differ = ("threads", "mixed_precision") + (("iterations",) if config.final_learning_rate is None else ())
+    may_differ = ("threads", "mixed_precision", "mixed_precision_training") \
+        + (("iterations",) if config.final_learning_rate is None else ())
     run = Run(config.run_dir, config, KIND, resume=resume, may_differ=may_differ, verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
     net = make_net(config.game, config.blocks, config.channels, config.policy_channels)
@@ -237,6 +276,11 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
         buffer.restore({k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in saved["buffer"].items()})
         rng.bit_generator.state = saved["rng"]
         torch.set_rng_state(saved["torch_rng"])
+    average = None  # the moving average of the weights: a state dict
+    if config.weight_average > 0 and run.resumed:
+        if "average_model" not in saved:
+            raise ValueError(f"corrupt checkpoint {run.checkpoint}: weight_average is on but it holds no average_model")
+        average = saved["average_model"]
     mirror_perm = mirror_permutation(config.game) if config.mirror else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
     progress = run.progress(config.iterations, f"alphazero {config.game}")
@@ -249,12 +293,17 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             evaluator.clear()  # new weights since the last iteration
             samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
                                           config.temperature_plies, config.value_target_q,
-                                          config.policy_target_power)
+                                          config.policy_target_power, config.fast_simulations,
+                                          config.full_search_fraction if config.fast_simulations > 0 else 1.0)
             selfplay_s = time.perf_counter() - t0
             buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
             t1 = time.perf_counter()
-            losses = train_steps(net, optimizer, buffer, steps, config, rng, mirror_perm)
+            training = ReplayBuffer.of(averaged_positions(buffer.held())) if config.average_positions else buffer
+            losses = train_steps(net, optimizer, training, steps, config, rng, mirror_perm,
+                                 config.mixed_precision_training)
+            if config.weight_average > 0:
+                average = average_weights(average, net, config.weight_average)
             train_s = time.perf_counter() - t1
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
@@ -265,15 +314,32 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
                 "second_player_wins": sum(r.winner == 1 for r in results) / len(results),
             }
+            if config.average_positions:
+                row["distinct_positions"] = training.size
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
+                if average is not None:
+                    averaged = make_net(config.game, config.blocks, config.channels, config.policy_channels)
+                    averaged.load_state_dict(average)
+                    row.update({f"average_{k}": v for k, v in evaluate(averaged, iteration).items()})
                 row["eval_s"] = time.perf_counter() - t2
-            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng)
+            extra = {"average_model": average} if average is not None else None
+            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng, extra)
     finally:
         progress.close()
         run.close()
     return run_result(run, tensors, load_checkpoint)
+
+
+def average_weights(average: dict | None, net: torch.nn.Module, decay: float) -> dict:
+    """The moving average ``decay * average + (1 - decay) * weights`` of the network's floating-point
+    state (batch-norm statistics included; counters copied); the weights themselves when ``average`` is None."""
+    weights = {k: v.detach().cpu() for k, v in net.state_dict().items()}
+    if average is None:
+        return {k: v.clone() for k, v in weights.items()}
+    return {k: decay * average[k] + (1 - decay) * v if v.is_floating_point() else v.clone()
+            for k, v in weights.items()}
 
 
 class BoardGameAlphaZeroAgent(Agent):
@@ -302,10 +368,12 @@ class BoardGameAlphaZeroAgent(Agent):
         self.name = name
 
     @classmethod
-    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero") -> BoardGameAlphaZeroAgent:
+    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
+                        averaged: bool = True) -> BoardGameAlphaZeroAgent:
+        """The run's network: its averaged weights where the run kept them and ``averaged``, else its last ones."""
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
-        net.load_state_dict(state["model"])
+        net.load_state_dict(state["average_model"] if averaged and "average_model" in state else state["model"])
         return cls(net, config["game"], simulations, SearchConfig(**config["search"]), name)
 
     def act(self, observation, action_mask, position=None) -> int:

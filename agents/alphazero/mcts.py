@@ -149,7 +149,7 @@ class NetworkEvaluator:
 
         self.net.eval()
         device = next(self.net.parameters()).device
-        with torch.inference_mode(), autocast(device, self.mixed_precision, inference_batch=len(observations)):
+        with torch.inference_mode(), autocast(device, self.mixed_precision, batch=len(observations)):
             obs = torch.from_numpy(np.ascontiguousarray(observations)).to(device, non_blocking=True)
             logits, values = self.net(obs)
             logits = logits.float().masked_fill(torch.from_numpy(masks).to(device) == 0, float("-inf"))

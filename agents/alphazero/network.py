@@ -74,6 +74,7 @@ def masked_log_softmax(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tenso
 def loss_terms(net: PolicyValueNet, observations, masks, target_policy, target_value):
     """``(policy_loss, value_loss)``: cross-entropy to the search's visit distribution, value MSE."""
     logits, value = net(observations)
+    logits, value = logits.float(), value.float()  # the losses in float32 under bf16 autocast too
     log_p = masked_log_softmax(logits, masks)
     # 0 * -inf would be nan: illegal actions have zero target, so drop them from the sum
     policy_loss = -(target_policy * log_p.masked_fill(masks == 0, 0.0)).sum(-1).mean()

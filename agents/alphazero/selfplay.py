@@ -221,6 +221,18 @@ class ReplayBuffer:
             self.size = min(self.capacity, self.size + n)
             self.added += n
 
+    def held(self) -> Samples:
+        """The samples held (views, in ring order)."""
+        n = self.size
+        return Samples(self.observations[:n], self.masks[:n], self.policies[:n], self.values[:n])
+
+    @classmethod
+    def of(cls, samples: Samples) -> ReplayBuffer:
+        """A buffer holding exactly ``samples``."""
+        buffer = cls(max(len(samples), 1), samples.observations.shape[1:], samples.policies.shape[1])
+        buffer.add(samples)
+        return buffer
+
     def sample(self, batch_size: int, rng: np.random.Generator, window: int | None = None) -> Samples:
         """``batch_size`` samples drawn uniformly from the most recent ``window`` (default: all held)."""
         if window is None or window >= self.size:
@@ -262,6 +274,27 @@ class ReplayBuffer:
             self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
+
+
+def averaged_positions(samples: Samples) -> Samples:
+    """Each distinct position once, with the mean of its samples' policy and value targets.
+
+    Position averaging (Oracle's "Lessons from AlphaZero" study of Connect Four): the openings
+    that every game repeats stop outweighing the rest of the buffer, and their targets lose the
+    noise of single games. Positions are told apart by their observation planes.
+    """
+    n = len(samples)
+    if n == 0:
+        return samples
+    rows = np.ascontiguousarray(samples.observations.reshape(n, -1))
+    keys = rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel()
+    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    policies = np.zeros((len(first), samples.policies.shape[1]), np.float64)
+    np.add.at(policies, inverse, samples.policies)
+    values = np.bincount(inverse, weights=samples.values, minlength=len(first))
+    return Samples(samples.observations[first], samples.masks[first],
+                   (policies / counts[:, None]).astype(np.float32), (values / counts).astype(np.float32))
 
 
 def replay_window(added: int, start: int, alpha: float = 0.75, beta: float = 0.4) -> int:

@@ -24,7 +24,7 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
                                        replay_window)
-from agents.devices import resolve_device
+from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
 from minichess_envs.engine import Position
@@ -143,8 +143,10 @@ def selfplay_options(config: Config) -> dict:
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, config: Config,
-                rng: np.random.Generator, mirror_perm: np.ndarray | None) -> dict:
-    """``steps`` minibatch updates on samples drawn uniformly from the buffer; mean losses."""
+                rng: np.random.Generator, mirror_perm: np.ndarray | None, mixed_precision: bool = False) -> dict:
+    """``steps`` minibatch updates on samples drawn uniformly from the buffer; mean losses.
+    ``mixed_precision``: the network's forward and backward passes under bf16 autocast where it pays
+    (:func:`agents.devices.autocast`); weights, optimizer and losses stay float32."""
     net.train()
     totals = {"policy_loss": 0.0, "value_loss": 0.0}
     for _ in range(steps):
@@ -159,8 +161,9 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
             masks[flip] = masks[flip][:, mirror_perm]
             policies[flip] = policies[flip][:, mirror_perm]
         device = next(net.parameters()).device
-        policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
-                                                    for x in (obs, masks, policies, batch.values)))
+        with autocast(device, mixed_precision, batch=len(obs)):
+            policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
+                                                        for x in (obs, masks, policies, batch.values)))
         optimizer.zero_grad()
         (policy_loss + value_loss).backward()
         optimizer.step()
@@ -195,11 +198,12 @@ def checkpoint_tensors(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, rng
 
 
 def save_iteration(run: Run, progress, row: dict, samples: int, net, optimizer, buffer: ReplayBuffer,
-                   rng: np.random.Generator) -> dict:
-    """End a self-play iteration: counters, checkpoint, metrics and progress bar; returns the checkpoint's tensors."""
+                   rng: np.random.Generator, extra: dict | None = None) -> dict:
+    """End a self-play iteration: counters, checkpoint (with the ``extra`` tensors), metrics and progress
+    bar; returns the checkpoint's tensors."""
     run.state.iteration = row["iteration"]
     run.state.env_steps += samples
-    tensors = checkpoint_tensors(net, optimizer, buffer, rng)
+    tensors = {**checkpoint_tensors(net, optimizer, buffer, rng), **(extra or {})}
     run.save(row, tensors)
     # a run bounded by hours counts its bar in seconds of self-play and learning, else in iterations
     progress.update(int(row["training_s"]) if progress.unit == "s" else row["iteration"], progress_text(row))
