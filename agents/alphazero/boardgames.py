@@ -9,6 +9,7 @@ checkpoints, resume, metrics CSV, TensorBoard, progress) are the same objects.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -294,7 +295,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
                                           config.temperature_plies, config.value_target_q,
                                           config.policy_target_power, config.fast_simulations,
-                                          config.full_search_fraction if config.fast_simulations > 0 else 1.0)
+                                          config.full_search_fraction)
             selfplay_s = time.perf_counter() - t0
             buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
@@ -320,7 +321,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
                 if average is not None:
-                    averaged = make_net(config.game, config.blocks, config.channels, config.policy_channels)
+                    averaged = copy.deepcopy(net)  # a copy draws no random numbers, unlike a new network
                     averaged.load_state_dict(average)
                     row.update({f"average_{k}": v for k, v in evaluate(averaged, iteration).items()})
                 row["eval_s"] = time.perf_counter() - t2
