@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # ~22 minutes on 2 idle CPU cores
+    python experiments/alphazero_connect4.py              # ~27 minutes on 2 idle CPU cores
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
@@ -36,7 +36,7 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=80)
+    parser.add_argument("--iterations", type=int, default=120)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
@@ -57,6 +57,8 @@ def main(argv=None) -> int:
                         help="> 0: playout cap randomisation, this many simulations for the moves not recorded")
     parser.add_argument("--full-search-fraction", type=float, default=0.25,
                         help="share of moves searched in full and recorded, with --fast-simulations")
+    parser.add_argument("--value-loss-weight", type=float, default=1.0,
+                        help="weight of the value loss (MSE) beside the policy loss (cross-entropy)")
     parser.add_argument("--buffer", type=int, default=60_000, help="replay buffer size in positions")
     parser.add_argument("--bf16-training", action=argparse.BooleanOptionalAction, default=True,
                         help="training steps under bf16 autocast where the CPU has native bf16 (weights stay float32)")
@@ -70,7 +72,8 @@ def main(argv=None) -> int:
     parser.add_argument("--solver-games", type=int, default=20, help="games per colour against the solver")
     parser.add_argument("--depth", type=int, default=4, help="alpha-beta opponent's depth")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1 was measured faster than 2 on 2 cores: the batches are small)")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
@@ -91,14 +94,18 @@ def main(argv=None) -> int:
         blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=args.buffer,
         window_start=args.window_start, average_positions=args.average_positions,
         weight_average=args.weight_average, mixed_precision_training=args.bf16_training, batch_size=256,
+        value_loss_weight=args.value_loss_weight,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads)
 
+    solver_values = np.array([max(m.values()) for m in move_values])  # for the player to move
+
     def evaluate(net, iteration):
         agent = BoardGameAlphaZeroAgent(net, "connect_four", simulations=0)
         raw = score_moves(positions, choose_in_batches(agent.act_games, positions, 1024), move_values)
-        return {"score_policy_value_preserving": raw["value_preserving"]}
+        return {"score_policy_value_preserving": raw["value_preserving"],
+                **value_agreement(agent.policy_value(positions)[1], solver_values)}
 
     state = train(config, evaluate=evaluate, resume=args.resume)
     train_seconds = state["metrics"][-1]["elapsed_s"]
@@ -137,6 +144,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def value_agreement(values: np.ndarray, solver_values: np.ndarray) -> dict:
+    """The value head against the solver's value of each position (1 won, 0 drawn, -1 lost): the share
+    whose value, read as won above 1/3, lost below -1/3 and drawn between, is the solver's; and the MSE."""
+    read = np.where(values > 1 / 3, 1, np.where(values < -1 / 3, -1, 0))
+    return {"value_agreement": float(np.mean(read == solver_values)),
+            "value_mse": float(np.mean((values - solver_values) ** 2))}
+
+
 def write_report(args, config, state, scores, matches, judge_seconds, train_seconds, final_seconds, wall_seconds,
                  agent_path, measured_on: str) -> None:
     metrics, out = state["metrics"], args.out
@@ -145,8 +160,9 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
               [m["score_policy_value_preserving"] for m in metrics]}
     if config.weight_average > 0:
         curves["the same, averaged weights"] = [m["average_score_policy_value_preserving"] for m in metrics]
+    curves["value head, agreeing with the solver's value"] = [m.get("value_agreement", np.nan) for m in metrics]
     line_plot(os.path.join(out, "rates.png"), iters, curves, "iteration", "rate",
-              "Connect Four: the raw policy's moves against the perfect solver")
+              "Connect Four: the raw network against the perfect solver")
     line_plot(os.path.join(out, "losses.png"), iters,
               {"policy loss": [m["policy_loss"] for m in metrics], "value loss": [m["value_loss"] for m in metrics]},
               "iteration", "loss", "training losses")
@@ -187,6 +203,11 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     if config.fast_simulations > 0:
         searches = (f"playout caps: {config.search.simulations} simulations on {config.full_search_fraction:.0%} of"
                     f" the moves, which are the recorded ones, {config.fast_simulations} on the rest")
+    value_text = ""
+    if "value_agreement" in metrics[-1]:
+        value_text = (f"\nThe value head, read as won above 1/3, lost below -1/3 and drawn between, agrees with the"
+                      f" solver's value of {metrics[-1]['value_agreement']:.3f} of the sample's positions (MSE against"
+                      f" the solver's 1 / 0 / -1: {metrics[-1]['value_mse']:.3f}).\n")
     text = f"""# AlphaZero on Connect Four (PettingZoo `connect_four_v3`)
 
 {len(metrics)} iterations of {config.games_per_iteration} self-play games ({searches},
@@ -203,6 +224,7 @@ stones on the board); the solver only judges, it never trains.{averaging}
 | raw policy (argmax, no search) | {raw_all['value_preserving']:.4f} | {raw_all['win->draw']} | {raw_all['win->loss']} | {raw_all['draw->loss']} | |
 | baseline: alpha-beta depth {args.depth} | {ab_all['value_preserving']:.4f} | {ab_all['win->draw']} | {ab_all['win->loss']} | {ab_all['draw->loss']} | |
 | baseline: uniformly random move | {rand_all['value_preserving']:.4f} | {rand_all['win->draw']} | {rand_all['win->loss']} | {rand_all['draw->loss']} | |
+{value_text}
 
 Moving first against alpha-beta depth {args.depth}, {mcts_name} won {first_vs_ab.wins} of {first_vs_ab.games}
 games ({first_vs_ab.wins / first_vs_ab.games:.3f}, 95% Wilson [{lo:.3f}, {hi:.3f}]; target >= 0.90). Against the

@@ -494,3 +494,34 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
         assert losses[True][name] == pytest.approx(losses[False][name], rel=0.03), name
     if cpu_has_native_bf16():  # autocast engaged: bf16 arithmetic rounds differently
         assert losses[True] != losses[False]
+
+
+def test_value_loss_weight_scales_only_the_value_heads_gradient():
+    from agents.alphazero.boardgames import GameConfig
+    from agents.alphazero.selfplay import ReplayBuffer, Samples
+    from agents.alphazero.train import Config, train_steps
+
+    rng = np.random.default_rng(0)
+    games = [play(ConnectFour, list(rng.integers(0, 7, size=int(n)))) for n in rng.integers(0, 9, size=64)]
+    samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
+                      np.stack([g.legal_mask() for g in games]), rng.dirichlet(np.ones(7), size=64).astype(np.float32),
+                      rng.uniform(-1, 1, 64).astype(np.float32))
+    steps = {}
+    for weight in (1.0, 3.0):
+        torch.manual_seed(0)
+        net = PolicyValueNet(NetConfig(6, 7, 2, 7, blocks=1, channels=8, policy_channels=2))
+        before = {k: v.clone() for k, v in net.state_dict().items()}
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)  # plain SGD: the step is lr times the gradient
+        train_steps(net, optimizer, ReplayBuffer.of(samples), 1, _tiny("unused", batch_size=32, value_loss_weight=weight),
+                    np.random.default_rng(1), None)
+        steps[weight] = {k: v - before[k] for k, v in net.state_dict().items() if v.is_floating_point()}
+    value_out, policy_out = "value_head.6.weight", "policy_head.4.weight"  # the heads' last layers
+    assert torch.allclose(steps[3.0][value_out], 3 * steps[1.0][value_out], rtol=1e-4, atol=1e-7)
+    assert steps[1.0][value_out].abs().max() > 0
+    assert torch.allclose(steps[3.0][policy_out], steps[1.0][policy_out])  # the policy loss alone reaches it
+    for bad in (0.0, -1.0, True, "2"):
+        with pytest.raises(ValueError, match="value_loss_weight"):
+            GameConfig(value_loss_weight=bad)
+        with pytest.raises(ValueError, match="value_loss_weight"):
+            Config(value_loss_weight=bad)
+

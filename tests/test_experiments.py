@@ -100,3 +100,20 @@ def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "leaderboard.md").read_text()
     assert "## Strength ladder: tiny (gardner)" in report and "| fsf-n1 | +0 | 4 |" in report
+
+
+def test_a_tiny_connect_four_run_reports_the_value_head_against_the_solver(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    pytest.importorskip("bitbully", reason="the judge needs the games extra (pip install -e '.[games]')")
+    import csv
+
+    out = tmp_path / "c4"
+    done = run(["experiments/alphazero_connect4.py", "--out", str(out), "--iterations", "2", "--games", "8",
+                "--simulations", "8", "--sample", "40", "--match-games", "2", "--solver-games", "1",
+                "--eval-simulations", "8", "--value-loss-weight", "2"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert len(rows) == 2 and all(0 <= float(r["value_agreement"]) <= 1 and float(r["value_mse"]) >= 0 for r in rows)
+    report = (out / "report.md").read_text()
+    assert f"agrees with the solver's value of {float(rows[-1]['value_agreement']):.3f} of the sample" in report
+    assert "value_loss_weight = 2.0" in report

@@ -25,7 +25,7 @@ from agents.alphazero.generic_search import run_game_search
 from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
-from agents.alphazero.train import run_result, save_iteration, train_steps
+from agents.alphazero.train import check_value_loss_weight, run_result, save_iteration, train_steps
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from agents.weights import load_network, save_network
@@ -60,6 +60,7 @@ class GameConfig:
     learning_rate: float = 2e-3
     final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
     weight_decay: float = 1e-4
+    value_loss_weight: float = 1.0  # the value MSE's weight beside the policy cross-entropy in the loss
     average_positions: bool = False  # train on each distinct buffered position once, its targets averaged
     weight_average: float = 0.0  # > 0: also keep this decay's moving average of the weights, per iteration
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
@@ -77,6 +78,7 @@ class GameConfig:
             raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
         if not 0.0 <= self.weight_average < 1.0:
             raise ValueError(f"weight_average must be in [0, 1), got {self.weight_average}")
+        check_value_loss_weight(self.value_loss_weight)
 
     @classmethod
     def from_dict(cls, d: dict) -> GameConfig:

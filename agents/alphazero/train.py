@@ -31,6 +31,12 @@ from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
 
 
+def check_value_loss_weight(weight: float) -> None:
+    """``ValueError`` unless the value loss's weight is a positive number."""
+    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not weight > 0:
+        raise ValueError(f"value_loss_weight must be a number > 0, got {weight!r}")
+
+
 @dataclasses.dataclass
 class Config:
     """Everything a run needs; saved in its checkpoints."""
@@ -65,6 +71,7 @@ class Config:
     learning_rate: float = 2e-3
     final_learning_rate: float | None = None  # cosine decay to this over the run's iterations or hours (None: constant)
     weight_decay: float = 1e-4
+    value_loss_weight: float = 1.0  # the value MSE's weight beside the policy cross-entropy in the loss
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
     device: str = "auto"  # where the learner and the in-process search run: auto | cpu | cuda | mps
@@ -77,6 +84,7 @@ class Config:
 
     def __post_init__(self):
         check_resign_settings(self.resign_threshold, self.resign_check_fraction)
+        check_value_loss_weight(self.value_loss_weight)
 
     @classmethod
     def from_dict(cls, d: dict) -> Config:
@@ -144,7 +152,8 @@ def selfplay_options(config: Config) -> dict:
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, config: Config,
                 rng: np.random.Generator, mirror_perm: np.ndarray | None, mixed_precision: bool = False) -> dict:
-    """``steps`` minibatch updates on samples drawn uniformly from the buffer; mean losses.
+    """``steps`` minibatch updates on samples drawn uniformly from the buffer, each minimising the policy
+    loss plus ``config.value_loss_weight`` times the value loss; mean (unweighted) losses.
     ``mixed_precision``: the network's forward and backward passes under bf16 autocast where it pays
     (:func:`agents.devices.autocast`); weights, optimizer and losses stay float32."""
     net.train()
@@ -165,7 +174,7 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
             policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
                                                         for x in (obs, masks, policies, batch.values)))
         optimizer.zero_grad()
-        (policy_loss + value_loss).backward()
+        (policy_loss + config.value_loss_weight * value_loss).backward()
         optimizer.step()
         totals["policy_loss"] += policy_loss.item()
         totals["value_loss"] += value_loss.item()
