@@ -471,16 +471,23 @@ def test_board_game_playout_caps_record_only_full_searches():
     assert first.any() and np.all((some.policies[first] > 0).sum(1) == 9)
 
 
+def _random_connect_four_samples(count: int):
+    """``count`` samples of random Connect Four positions with random policy and value targets."""
+    from agents.alphazero.selfplay import Samples
+
+    rng = np.random.default_rng(0)
+    games = [play(ConnectFour, list(rng.integers(0, 7, size=int(n)))) for n in rng.integers(0, 9, size=count)]
+    return Samples(np.stack([g.observation() for g in games]).astype(np.float16),
+                   np.stack([g.legal_mask() for g in games]),
+                   rng.dirichlet(np.ones(7), size=count).astype(np.float32), rng.uniform(-1, 1, count).astype(np.float32))
+
+
 def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
-    from agents.alphazero.selfplay import ReplayBuffer, Samples
+    from agents.alphazero.selfplay import ReplayBuffer
     from agents.alphazero.train import train_steps
     from agents.devices import cpu_has_native_bf16
 
-    rng = np.random.default_rng(0)
-    games = [play(ConnectFour, list(rng.integers(0, 7, size=int(n)))) for n in rng.integers(0, 9, size=256)]
-    samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
-                      np.stack([g.legal_mask() for g in games]), rng.dirichlet(np.ones(7), size=256).astype(np.float32),
-                      rng.uniform(-1, 1, 256).astype(np.float32))
+    samples = _random_connect_four_samples(256)
     config = _tiny("unused", batch_size=128)
     losses = {}
     for bf16 in (False, True):
@@ -498,14 +505,10 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
 
 def test_value_loss_weight_scales_only_the_value_heads_gradient():
     from agents.alphazero.boardgames import GameConfig
-    from agents.alphazero.selfplay import ReplayBuffer, Samples
+    from agents.alphazero.selfplay import ReplayBuffer
     from agents.alphazero.train import Config, train_steps
 
-    rng = np.random.default_rng(0)
-    games = [play(ConnectFour, list(rng.integers(0, 7, size=int(n)))) for n in rng.integers(0, 9, size=64)]
-    samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
-                      np.stack([g.legal_mask() for g in games]), rng.dirichlet(np.ones(7), size=64).astype(np.float32),
-                      rng.uniform(-1, 1, 64).astype(np.float32))
+    samples = _random_connect_four_samples(64)
     steps = {}
     for weight in (1.0, 3.0):
         torch.manual_seed(0)
