@@ -217,9 +217,7 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
     if not parts:
-        g = games[0]
-        return Samples(np.zeros((0, *g.observation_shape), np.float16), np.zeros((0, g.num_actions), np.int8),
-                       np.zeros((0, g.num_actions), np.float32), np.zeros(0, np.float32)), results
+        return Samples.empty(games[0].observation_shape, games[0].num_actions), results
     return Samples.concatenate(parts), results
 
 

@@ -34,6 +34,12 @@ class Samples:
     def concatenate(cls, parts: list[Samples]) -> Samples:
         return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
 
+    @classmethod
+    def empty(cls, observation_shape: tuple[int, ...], num_actions: int) -> Samples:
+        """No samples, with the arrays' shapes and dtypes."""
+        return cls(np.zeros((0, *observation_shape), np.float16), np.zeros((0, num_actions), np.int8),
+                   np.zeros((0, num_actions), np.float32), np.zeros(0, np.float32))
+
 
 @dataclasses.dataclass
 class SelfPlayStats:
@@ -163,10 +169,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
     if not parts:
-        A = variant.num_actions
-        empty = Samples(np.zeros((0, *encoding.shape), np.float16), np.zeros((0, A), np.int8),
-                        np.zeros((0, A), np.float32), np.zeros(0, np.float32))
-        return empty, records
+        return Samples.empty(encoding.shape, variant.num_actions), records
     return Samples.concatenate(parts), records
 
 
