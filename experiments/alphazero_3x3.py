@@ -2,7 +2,7 @@
 
     python experiments/alphazero_3x3.py                       # about 8 minutes on 2 CPU cores
     python experiments/alphazero_3x3.py --resume              # continue an interrupted run
-    python experiments/alphazero_3x3.py --workers 2           # self-play in Ray actors
+    python experiments/alphazero_3x3.py --workers 2           # self-play in two worker processes
     python -m experiments.alphazero_3x3 --iterations 2        # the same, as a module (from the repository root)
 
 Self-play starts from the two drawn start positions and from random legal
@@ -45,8 +45,10 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--eval-sample", type=int, default=1000, help="positions searched each iteration")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
-    parser.add_argument("--ray-address", default=None)
+    parser.add_argument("--workers", type=int, default=0,
+                        help="self-play worker processes, one per core (0: self-play in this process)")
+    parser.add_argument("--ray-address", default=None,
+                        help="run the workers as Ray actors on this cluster (\"local\": a new local one)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads in the main process")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)

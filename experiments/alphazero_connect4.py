@@ -1,6 +1,6 @@
 """AlphaZero learns Connect Four (PettingZoo ``connect_four_v3``) by self-play, judged by a perfect solver.
 
-    python experiments/alphazero_connect4.py              # ~27 minutes on 2 idle CPU cores
+    python experiments/alphazero_connect4.py              # ~25 minutes on 2 idle CPU cores
     python experiments/alphazero_connect4.py --resume     # continue an interrupted run
 
 Judges (used only to judge): the perfect solver ``bitbully`` (``pip install
@@ -36,7 +36,7 @@ from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_connect4")
-    parser.add_argument("--iterations", type=int, default=120)
+    parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--games", type=int, default=128, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="simulations per self-play move")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
@@ -74,6 +74,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1 was measured faster than 2 on 2 cores: the batches are small)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="self-play worker processes, one per core (0: self-play in this process)")
+    parser.add_argument("--ray-address", default=None, help="run the workers as Ray actors on this cluster")
+    parser.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                        help="workers play the next iteration's games (with weights one iteration old) while "
+                             "the network trains")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
@@ -97,7 +103,8 @@ def main(argv=None) -> int:
         value_loss_weight=args.value_loss_weight,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
-        final_learning_rate=2e-4, threads=args.threads)
+        final_learning_rate=2e-4, threads=args.threads, workers=args.workers, ray_address=args.ray_address,
+        overlap=args.overlap)
 
     solver_values = np.array([max(m.values()) for m in move_values])  # for the player to move
 
@@ -190,8 +197,14 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     first_vs_ab = next(m for m in matches if m.player == mcts_name and m.opponent.startswith("alpha") and m.first)
     lo, hi = first_vs_ab.interval("wins")
     vs_solver = [m for m in matches if m.player == mcts_name and m.opponent == "perfect solver"]
-    selfplay = sum(m["selfplay_s"] for m in metrics)
     positions = sum(m["samples"] for m in metrics)
+    selfplay = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
+    games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
+    where = f"in {config.workers} worker processes" if config.workers else "in the learner's process"
+    selfplay_text = f"self-play {where}: {games / 60:.1f} min of games, {positions / max(games, 1e-9):,.0f} positions/s"
+    if config.overlap:
+        selfplay_text += (f"; they overlapped the training, which waited {selfplay / 60:.1f} min for them (games"
+                          " played with the weights of one iteration before)")
     averaging = ""
     if config.average_positions:
         averaging += " Training drew from the buffer's distinct positions, each once, with its targets averaged."
@@ -233,10 +246,9 @@ perfect solver: """ + "; ".join(
 The first player wins Connect Four with perfect play, so losing every game as the second player is the expected
 result; as the first player, any draw or loss is a mistake by the agent.
 
-Time: solver values of the sample {judge_seconds / 60:.1f} min, training {train_seconds / 60:.1f} min (self-play
-{selfplay / 60:.1f} min, {positions / max(selfplay, 1e-9):,.0f} positions/s), final scoring and matches
-{final_seconds / 60:.1f} min, whole run {wall_seconds / 60:.1f} min (a resumed run counts only its own part).
-{measured_on}
+Time: solver values of the sample {judge_seconds / 60:.1f} min, training {train_seconds / 60:.1f} min ({selfplay_text}),
+final scoring and matches {final_seconds / 60:.1f} min, whole run {wall_seconds / 60:.1f} min (a resumed run counts
+only its own part). {measured_on}
 
 ## Moves against the solver, by player to move
 

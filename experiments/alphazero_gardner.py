@@ -1,10 +1,10 @@
 """AlphaZero learns Gardner 5x5 minichess by self-play; scored against random, minimax and Fairy-Stockfish.
 
-    python experiments/alphazero_gardner.py                  # about 30 minutes on 2 CPU cores
+    python experiments/alphazero_gardner.py                  # about 17 minutes on 2 CPU cores
     python experiments/alphazero_gardner.py --pretrain-games 0 --iterations 30   # pure self-play, from scratch
     python experiments/alphazero_gardner.py --hours 2        # a longer run: training stops after 2 hours
     python experiments/alphazero_gardner.py --resume         # continue an interrupted run
-    python experiments/alphazero_gardner.py --device cuda --workers 14   # learner on a GPU, self-play actors on CPUs
+    python experiments/alphazero_gardner.py --device cuda --workers 14   # learner on a GPU, self-play in 14 CPU processes
     python -m experiments.alphazero_gardner --iterations 2   # as a module, from the repository root
 
 First (unless ``--pretrain-games 0`` or ``--init-from``) the network learns
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/alphazero_gardner")
     parser.add_argument("--iterations", type=int, default=None,
-                        help="self-play iterations (default: 24, or no limit with --hours)")
+                        help="self-play iterations (default: 32, or no limit with --hours)")
     parser.add_argument("--hours", type=float, default=None,
                         help="stop training once self-play and learning have run this long (resumable)")
     parser.add_argument("--device", default="auto", choices=DEVICES, help="where the learner and search run")
@@ -99,8 +99,13 @@ def main(argv=None) -> int:
     parser.add_argument("--window-start", type=int, default=0,
                         help="train on KataGo's growing window of recent samples, starting this big (0: all)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=0, help="Ray self-play actors (0: in process)")
-    parser.add_argument("--ray-address", default=None)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="self-play worker processes, one per core (0: self-play in this process)")
+    parser.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                        help="workers play the next iteration's games (with weights one iteration old) while "
+                             "the network learns")
+    parser.add_argument("--ray-address", default=None,
+                        help="run the workers as Ray actors on this cluster (\"local\": a new local one)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1 was measured faster than 2 on 2 cores: the search runs between small batches)")
     parser.add_argument("--resume", action="store_true")
@@ -110,9 +115,9 @@ def main(argv=None) -> int:
 
     started = machine()
     start = time.perf_counter()
-    iterations = args.iterations or (24 if args.hours is None else 1_000_000)
+    iterations = args.iterations or (32 if args.hours is None else 1_000_000)
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
-                            seed=args.seed, threads=args.threads, workers=args.workers,
+                            seed=args.seed, threads=args.threads, workers=args.workers, overlap=args.overlap,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             final_learning_rate=args.final_learning_rate,
@@ -282,7 +287,11 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
 
 {markdown_table(["iteration", "training min", "Elo [95%]", *(f"score vs {n}" for n in level_names)], elo_rows)}
 """
-    selfplay = sum(m["selfplay_s"] for m in metrics)
+    selfplay = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
+    games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
+    overlap_text = "" if not config.overlap else (
+        f", overlapping the learning, which waited {selfplay / 60:.1f} min for them (games played with the weights"
+        " of one iteration before)")
     positions = sum(m["samples"] for m in metrics)
     train_seconds = metrics[-1]["elapsed_s"]
     white, black = vs_random["white"], vs_random["black"]
@@ -319,7 +328,7 @@ Baselines, same games (seeds 1,000,000 + i) under the same rules:
 {baseline_table(baseline_rows)}
 
 Time: training {train_seconds / 60:.1f} min including the evaluations during training (self-play
-{selfplay / 60:.1f} min, {positions:,} positions, {positions / max(selfplay, 1e-9):,.0f} positions/s; learning
+{games / 60:.1f} min of games, {positions:,} positions, {positions / max(games, 1e-9):,.0f} positions/s{overlap_text}; learning
 {sum(m["train_s"] for m in metrics) / 60:.1f} min){pretrain_time}, final matches {final_seconds / 60:.1f} min, whole run
 {wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.device}
 ({resolve_device(config.device)}), self-play workers: {config.workers or "in process"}. {measured_on}

@@ -58,6 +58,8 @@ def main(argv=None) -> int:
     parser.add_argument("--match-games", type=int, default=50, help="games per colour in each match")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="self-play worker processes, one per core (0: self-play in this process)")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
 
@@ -78,7 +80,7 @@ def main(argv=None) -> int:
                             dirichlet_alpha=1.0),
         blocks=2, channels=32, policy_channels=8, buffer_size=100_000, batch_size=128, sample_reuse=6.0,
         learning_rate=3e-3, final_learning_rate=3e-5, symmetries=True,
-        policy_target_power=args.policy_target_power, threads=args.threads)
+        policy_target_power=args.policy_target_power, threads=args.threads, workers=args.workers)
     rng = np.random.default_rng(args.seed)
     sample = sorted(rng.choice(len(positions), size=min(args.eval_sample, len(positions)), replace=False))
     search = dataclasses.replace(config.search, dirichlet_epsilon=0.0)

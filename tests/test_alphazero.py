@@ -159,10 +159,25 @@ def test_trained_run_loads_as_an_agent_and_plays_legally(tmp_path):
         agents.load(path)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_self_play_in_two_worker_processes_resumes_to_the_same_state(tmp_path, overlap):
+    """Shares are played from seeds the loop draws, and games in flight at a checkpoint (overlap) are
+    saved as their draws and weights: a stopped and resumed run is the run that went straight through."""
+    straight = train(tiny_config(tmp_path / "a", workers=2, overlap=overlap), verbose=False)
+    assert [m["worker_restarts"] for m in straight["metrics"]] == [0, 0]
+    assert all(m["samples"] > 0 for m in straight["metrics"])
+    train(tiny_config(tmp_path / "b", iterations=1, workers=2, overlap=overlap), verbose=False)
+    assert ("in_flight_rng" in load_checkpoint(str(tmp_path / "b"))) == overlap
+    resumed = train(tiny_config(tmp_path / "b", workers=2, overlap=overlap), resume=True, verbose=False)
+    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+
+
 @pytest.mark.slow
 def test_two_ray_workers_complete_an_iteration(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
-    state = train(tiny_config(tmp_path, iterations=1, workers=2), verbose=False)
+    state = train(tiny_config(tmp_path, iterations=1, workers=2, ray_address="local"), verbose=False)
     assert state["iteration"] == 1 and state["metrics"][0]["samples"] > 0
     assert os.path.exists(tmp_path / "checkpoint" / "tensors.pt")
 
@@ -170,38 +185,42 @@ def test_two_ray_workers_complete_an_iteration(tmp_path):
 @pytest.mark.slow
 def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
+    import dataclasses
+
     from agents.alphazero import train as train_module
+    from agents.alphazero.workers import numpy_weights, share_jobs
 
     pools = []
 
-    class Recorded(train_module.SelfPlayWorkers):
+    class Recorded(train_module.SelfPlayPool):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(train_module, "SelfPlayWorkers", Recorded)
+    monkeypatch.setattr(train_module, "SelfPlayPool", Recorded)
 
     def kill_an_actor(net, encoding, iteration):
         if iteration == 1:
-            ray.kill(pools[0].actors[0])  # lost between iterations: the next one must replace it
+            ray.kill(pools[0].workers[0])  # lost between iterations: the next one must replace it
         return {}
 
-    config = tiny_config(tmp_path / "killed", iterations=2, workers=2)
+    config = tiny_config(tmp_path / "killed", iterations=2, workers=2, ray_address="local")
     state = train(config, evaluate=kill_an_actor, verbose=False)
     assert state["iteration"] == 2 and [m["worker_restarts"] for m in state["metrics"]] == [0, 1]
-    straight = train(tiny_config(tmp_path / "straight", iterations=2, workers=2), verbose=False)
+    straight = train(tiny_config(tmp_path / "straight", iterations=2, workers=2, ray_address="local"), verbose=False)
     # a replayed share is played from its own seed: the run is the same as one that lost nothing
     assert [m["samples"] for m in state["metrics"]] == [m["samples"] for m in straight["metrics"]]
     for name, tensor in straight["model"].items():
         assert torch.equal(tensor, state["model"][name]), name
 
     # retries are bounded: with none allowed, a lost actor ends the run with a clear error
-    pool = Recorded(tiny_config(tmp_path / "pool", workers=1), max_restarts=0)
+    pool_config = tiny_config(tmp_path / "pool", workers=1, ray_address="local")
+    pool = Recorded(train_module.ChessSelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
     try:
-        net, _ = make_net(pool.config)
-        ray.kill(pool.actors[0])
-        with pytest.raises(RuntimeError, match="1 self-play actor failures in one iteration"):
-            pool.play(net, [Position("3x3")], np.random.default_rng(0))
+        net, _ = make_net(pool_config)
+        ray.kill(pool.workers[0])
+        with pytest.raises(RuntimeError, match="1 self-play worker failures in one iteration"):
+            pool.play(numpy_weights(net), share_jobs([Position("3x3").fen()], 1, np.random.default_rng(0)))
     finally:
         pool.stop()
 

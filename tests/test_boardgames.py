@@ -287,6 +287,91 @@ def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path, changes):
         train(_tiny(tmp_path / "b", channels=16, **changes), resume=True, verbose=False)
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overlap):
+    """Shares are played from seeds the loop draws, and games in flight at a checkpoint (overlap) are
+    saved as their draws and weights: a stopped and resumed run is the run that went straight through."""
+    from agents.alphazero.boardgames import load_checkpoint, train
+
+    straight = train(_tiny(tmp_path / "a", workers=2, overlap=overlap), verbose=False)
+    assert [m["worker_restarts"] for m in straight["metrics"]] == [0, 0, 0]
+    assert all(m["samples"] > 0 and m["games_s"] > 0 for m in straight["metrics"])
+    train(_tiny(tmp_path / "b", iterations=1, workers=2, overlap=overlap), verbose=False)
+    assert ("in_flight_rng" in load_checkpoint(str(tmp_path / "b"))) == overlap
+    resumed = train(_tiny(tmp_path / "b", workers=2, overlap=overlap), resume=True, verbose=False)
+    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, monkeypatch, overlap):
+    """Killed between iterations (idle), or with overlap while it plays the next iteration's games."""
+    import os
+    import signal
+
+    from agents.alphazero import boardgames
+
+    pools = []
+
+    class Recorded(boardgames.SelfPlayPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(boardgames, "SelfPlayPool", Recorded)
+
+    def kill_a_worker(net, iteration):
+        if iteration == 1:  # lost between iterations: the next one must replace it
+            os.kill(pools[0].pids[0], signal.SIGKILL)
+            pools[0].workers[0].join()
+        return {}
+
+    killed = boardgames.train(_tiny(tmp_path / "killed", iterations=2, workers=2, overlap=overlap),
+                              evaluate=kill_a_worker, verbose=False)
+    assert [m["worker_restarts"] for m in killed["metrics"]] == [0, 1]
+    straight = boardgames.train(_tiny(tmp_path / "straight", iterations=2, workers=2, overlap=overlap),
+                                verbose=False)
+    # a replayed share is played from its own seed: the run is the same as one that lost nothing
+    assert [m["samples"] for m in killed["metrics"]] == [m["samples"] for m in straight["metrics"]]
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, killed["model"][name]), name
+
+
+def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
+    import os
+    import signal
+
+    from agents.alphazero.boardgames import BoardGameSelfPlayer, GameConfig, make_net
+    from agents.alphazero.game import TicTacToe
+    from agents.alphazero.train import Config
+    from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
+
+    config = _tiny(tmp_path)
+    weights = numpy_weights(make_net(config.game, config.blocks, config.channels, config.policy_channels))
+    jobs = share_jobs([TicTacToe(), TicTacToe()], 1, np.random.default_rng(0))
+    pool = SelfPlayPool(BoardGameSelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
+    try:
+        samples, results = pool.play(weights, jobs)[0]
+        assert len(results) == 2 and len(samples) == sum(len(r.actions) for r in results)
+        with pytest.raises(ValueError, match="2 jobs for 1 workers"):
+            pool.play(weights, jobs * 2)
+        wrong = {**weights, "unexpected": np.zeros(1, np.float32)}
+        with pytest.raises(RuntimeError, match="(?s)self-play worker 0 failed.*unexpected"):
+            pool.play(wrong, jobs)
+        os.kill(pool.pids[0], signal.SIGKILL)
+        pool.workers[0].join()
+        with pytest.raises(RuntimeError, match="1 self-play worker failures in one iteration, more than "
+                                               "max_restarts=0"):
+            pool.play(weights, jobs)
+    finally:
+        pool.stop()
+    for make in (lambda: GameConfig(workers=-1), lambda: Config(workers=1.5), lambda: GameConfig(ray_address=""),
+                 lambda: GameConfig(overlap=True), lambda: Config(workers=0, overlap=True)):
+        with pytest.raises(ValueError, match="workers|ray_address"):
+            make()
+
+
 def test_position_averaging_keeps_each_position_once_with_its_mean_targets():
     from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
 

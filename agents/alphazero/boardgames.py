@@ -26,6 +26,8 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
 from agents.alphazero.train import check_value_loss_weight, run_result, save_iteration, train_steps
+from agents.alphazero.workers import (SelfPlayPool, SelfPlaySchedule, check_workers, load_numpy_weights,
+                                     share_jobs)
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from agents.weights import load_network, save_network
@@ -68,6 +70,9 @@ class GameConfig:
     threads: int = 0  # torch threads (0: torch's default)
     mixed_precision: bool = True  # bf16 autocast where it pays (agents.devices.autocast): big inference batches
     mixed_precision_training: bool = False  # the training steps under the same autocast
+    workers: int = 0  # > 0: self-play in this many worker processes (agents.alphazero.workers)
+    ray_address: str | None = None  # the workers as Ray actors on this cluster ("local": a new local one)
+    overlap: bool = False  # workers play the next iteration's games while the learner trains (SelfPlaySchedule)
 
     def __post_init__(self):
         if self.game not in GAMES:
@@ -79,6 +84,7 @@ class GameConfig:
         if not 0.0 <= self.weight_average < 1.0:
             raise ValueError(f"weight_average must be in [0, 1), got {self.weight_average}")
         check_value_loss_weight(self.value_loss_weight)
+        check_workers(self.workers, self.ray_address, self.overlap)
 
     @classmethod
     def from_dict(cls, d: dict) -> GameConfig:
@@ -261,7 +267,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     """
     if config.threads:
         torch.set_num_threads(config.threads)
-    may_differ = ("threads", "mixed_precision", "mixed_precision_training") \
+    may_differ = ("threads", "mixed_precision", "mixed_precision_training", "workers", "ray_address") \
         + (("iterations",) if config.final_learning_rate is None else ())
     run = Run(config.run_dir, config, KIND, resume=resume, may_differ=may_differ, verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
@@ -284,19 +290,30 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
         average = saved["average_model"]
     mirror_perm = mirror_permutation(config.game) if config.mirror else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
+    pool = None
     progress = run.progress(config.iterations, f"alphazero {config.game}")
     tensors = None
     try:
+        if config.workers > 0:
+            pool = SelfPlayPool(BoardGameSelfPlayer, dataclasses.asdict(config), config.workers, config.ray_address)
+            schedule = SelfPlaySchedule(pool, lambda r: share_jobs(start_games(config, r), config.workers, r),
+                                        config.overlap)
+            if run.resumed:
+                schedule.resume(saved)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             t0 = time.perf_counter()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, iteration)
-            evaluator.clear()  # new weights since the last iteration
-            samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
-                                          config.temperature_plies, config.value_target_q,
-                                          config.policy_target_power, config.fast_simulations,
-                                          config.full_search_fraction)
-            selfplay_s = time.perf_counter() - t0
+            if pool is None:
+                evaluator.clear()  # new weights since the last iteration
+                samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
+                                              **selfplay_options(config))
+                games_s = time.perf_counter() - t0
+            else:
+                outcomes, games_s = schedule.games(net, rng)
+                samples = Samples.concatenate([share_samples for share_samples, _ in outcomes])
+                results = [result for _, share_results in outcomes for result in share_results]
+            selfplay_s = time.perf_counter() - t0  # the learner's wait: less than games_s when they overlap
             buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
             t1 = time.perf_counter()
@@ -309,14 +326,16 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
                 **losses, "learning_rate": learning_rate(config, iteration), "selfplay_s": selfplay_s,
-                "train_s": train_s,
-                "positions_per_s": len(samples) / max(selfplay_s, 1e-9),
+                "train_s": train_s, "games_s": games_s,
+                "positions_per_s": len(samples) / max(games_s, 1e-9),
                 "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
                 "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
                 "second_player_wins": sum(r.winner == 1 for r in results) / len(results),
             }
             if config.average_positions:
                 row["distinct_positions"] = training.size
+            if pool is not None:
+                row["worker_restarts"] = pool.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
@@ -325,12 +344,40 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                     averaged.load_state_dict(average)
                     row.update({f"average_{k}": v for k, v in evaluate(averaged, iteration).items()})
                 row["eval_s"] = time.perf_counter() - t2
-            extra = {"average_model": average} if average is not None else None
+            extra = {"average_model": average} if average is not None else {}
+            if pool is not None:
+                extra.update(schedule.checkpoint())
             tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng, extra)
     finally:
         progress.close()
         run.close()
+        if pool is not None:
+            pool.stop()
     return run_result(run, tensors, load_checkpoint)
+
+
+def selfplay_options(config: GameConfig) -> dict:
+    """The self-play settings that :func:`play_games` takes as keywords."""
+    return {"temperature_plies": config.temperature_plies, "value_target_q": config.value_target_q,
+            "policy_target_power": config.policy_target_power, "fast_simulations": config.fast_simulations,
+            "full_search_fraction": config.full_search_fraction}
+
+
+class BoardGameSelfPlayer:
+    """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): plays a share of an
+    iteration's games with the weights it is sent."""
+
+    def __init__(self, settings: dict):
+        self.config = GameConfig.from_dict(settings)
+        c = self.config
+        self.net = make_net(c.game, c.blocks, c.channels, c.policy_channels)
+        self.evaluator = NetworkEvaluator(self.net, mixed_precision=c.mixed_precision)
+
+    def play(self, weights: dict, starts: list, seed: int) -> tuple[Samples, list[GameResult]]:
+        load_numpy_weights(self.net, weights)
+        self.evaluator.clear()
+        return play_games(starts, self.evaluator, self.config.search, np.random.default_rng(seed),
+                          **selfplay_options(self.config))
 
 
 def average_weights(average: dict | None, net: torch.nn.Module, decay: float) -> dict:

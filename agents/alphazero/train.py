@@ -4,8 +4,9 @@ Read top to bottom: :class:`Config`, then :func:`train` runs iterations of
 :func:`selfplay.play_games` and :func:`train_steps`, checkpointing every
 iteration through :class:`agents.runs.Run` so that ``resume=True`` continues an
 interrupted run with every finished iteration kept. Self-play runs in this
-process, or in Ray actors with ``workers > 0`` (``ray_address`` joins an
-existing cluster; a lost actor is replaced and its games replayed).
+process, or with ``workers > 0`` in that many worker processes
+(:class:`~agents.alphazero.workers.SelfPlayPool`; Ray actors with ``ray_address``;
+a lost worker is replaced and its games replayed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
                                        replay_window)
+from agents.alphazero.workers import SelfPlayPool, SelfPlaySchedule, check_workers, load_numpy_weights, share_jobs
 from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
@@ -79,12 +81,14 @@ class Config:
     hours: float | None = None  # stop once self-play and learning (not evaluation) have run this many hours
     init_from: str | None = None  # a saved AlphaZero agent (e.g. supervised) whose weights start the run
     # scaling out
-    workers: int = 0
-    ray_address: str | None = None
+    workers: int = 0  # > 0: self-play in this many worker processes (agents.alphazero.workers)
+    ray_address: str | None = None  # the workers as Ray actors on this cluster ("local": a new local one)
+    overlap: bool = False  # workers play the next iteration's games while the learner trains (SelfPlaySchedule)
 
     def __post_init__(self):
         check_resign_settings(self.resign_threshold, self.resign_check_fraction)
         check_value_loss_weight(self.value_loss_weight)
+        check_workers(self.workers, self.ray_address, self.overlap)
 
     @classmethod
     def from_dict(cls, d: dict) -> Config:
@@ -288,25 +292,33 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     variant = encoding.variant
     mirror_perm = ActionEncoding(variant).mirror_permutation if config.mirror and not variant.castling else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
-    workers = SelfPlayWorkers(config) if config.workers > 0 else None
+    pool = None
     progress = training_progress(run, config, f"alphazero {config.variant}")
     tensors = None
     try:
+        if config.workers > 0:
+            pool = SelfPlayPool(ChessSelfPlayer, dataclasses.asdict(config), config.workers, config.ray_address)
+            schedule = SelfPlaySchedule(pool, lambda r: share_jobs(
+                [start.fen() for start in start_positions(config, config.games_per_iteration, r)], config.workers, r),
+                config.overlap)
+            if run.resumed:
+                schedule.resume(saved)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
             if config.hours is not None and trained_s >= config.hours * 3600:
                 break
             t0 = time.perf_counter()
-            starts = start_positions(config, config.games_per_iteration, rng)
-            if workers is None:
+            if pool is None:
                 evaluator.clear()  # new weights since the last iteration
                 stats = SelfPlayStats()
-                samples, records = play_games(starts, evaluator, config.search, encoding, rng,
-                                              config.temperature_plies, config.ply_limit, stats=stats,
-                                              **selfplay_options(config))
+                samples, records = play_games(start_positions(config, config.games_per_iteration, rng), evaluator,
+                                              config.search, encoding, rng, config.temperature_plies,
+                                              config.ply_limit, stats=stats, **selfplay_options(config))
+                games_s = time.perf_counter() - t0
             else:
-                samples, records, stats = workers.play(net, starts, rng)
-            selfplay_s = time.perf_counter() - t0
+                outcomes, games_s = schedule.games(net, rng)
+                samples, records, stats = merge_outcomes(outcomes)
+            selfplay_s = time.perf_counter() - t0  # the learner's wait: less than games_s when they overlap
             buffer.add(samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
             rate = learning_rate(config, iteration, trained_s)
@@ -319,7 +331,8 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
                 **losses, "learning_rate": rate, "selfplay_s": selfplay_s, "train_s": train_s,
                 "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
-                "positions_per_s": len(samples) / max(selfplay_s, 1e-9),  # recorded positions (samples)
+                "games_s": games_s,
+                "positions_per_s": len(samples) / max(games_s, 1e-9),  # recorded positions (samples)
                 "selfplay_plies": stats.plies,  # moves played, recorded or not (playout caps record a share)
                 "mean_game_plies": float(np.mean([r.plies for r in records])),  # to the end or a resignation
                 "white_wins": sum(r.result == "1-0" for r in records) / len(records),
@@ -327,35 +340,33 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "resigned_games": stats.resigned, "resign_checks": stats.resign_checks,
                 "resign_false_positives": stats.resign_false_positives,
             }
-            if workers is not None:
-                row["worker_restarts"] = workers.restarts
+            if pool is not None:
+                row["worker_restarts"] = pool.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, encoding, iteration))
                 row["eval_s"] = time.perf_counter() - t2
-            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng)
+            tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng,
+                                     schedule.checkpoint() if pool is not None else None)
     finally:
         progress.close()
         run.close()
-        if workers is not None:
-            workers.stop()
+        if pool is not None:
+            pool.stop()
     return run_result(run, tensors, load_checkpoint)
 
 
-# -- Ray: self-play in actors -------------------------------------------------------
+class ChessSelfPlayer:
+    """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): plays a share of an
+    iteration's games on the CPU with the weights it is sent."""
 
-
-class SelfPlayWorker:
-    """A Ray actor: plays its share of the self-play games with the weights it is sent."""
-
-    def __init__(self, config: dict, index: int):
-        torch.set_num_threads(1)
-        self.config = Config.from_dict(config)
+    def __init__(self, settings: dict):
+        self.config = Config.from_dict(settings)
         self.net, self.encoding = make_net(self.config)
-        self.evaluator = NetworkEvaluator(self.net)
+        self.evaluator = NetworkEvaluator(self.net, mixed_precision=self.config.mixed_precision)
 
     def play(self, weights: dict, start_fens: list[str], seed: int) -> tuple[Samples, list, SelfPlayStats]:
-        self.net.load_state_dict(weights)
+        load_numpy_weights(self.net, weights)
         self.evaluator.clear()
         starts = [Position(self.encoding.variant, fen) for fen in start_fens]
         stats = SelfPlayStats()
@@ -365,61 +376,13 @@ class SelfPlayWorker:
         return samples, records, stats
 
 
-class SelfPlayWorkers:
-    """``config.workers`` Ray actors sharing each iteration's games; a lost actor is replaced and its
-    share played again (at most ``max_restarts`` times per iteration), so a long run survives it.
-
-    A share is played from its own seed, so a replayed share gives the same games.
-    """
-
-    def __init__(self, config: Config, max_restarts: int = 3):
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(address=config.ray_address, ignore_reinit_error=True, include_dashboard=False,
-                     log_to_driver=False)
-        self.config, self.max_restarts, self.restarts = config, max_restarts, 0
-        self._actor = ray.remote(num_cpus=1)(SelfPlayWorker)
-        self.actors = [self._start(k) for k in range(config.workers)]
-
-    def _start(self, index: int):
-        return self._actor.remote(dataclasses.asdict(self.config), index)
-
-    def play(self, net, starts, rng: np.random.Generator) -> tuple[Samples, list, SelfPlayStats]:
-        import ray
-        from ray.exceptions import RayActorError
-
-        weights = ray.put({k: v.cpu() for k, v in net.state_dict().items()})
-        shares = [share for share in np.array_split(np.arange(len(starts)), len(self.actors)) if len(share)]
-        # seeds are drawn for every share before any is played: a restart does not change the run's rng
-        jobs = {k: ([starts[i].fen() for i in share], int(rng.integers(2**31))) for k, share in enumerate(shares)}
-        results, failures = {}, 0
-        while jobs:
-            futures = {k: self.actors[k].play.remote(weights, fens, seed) for k, (fens, seed) in jobs.items()}
-            for k, future in futures.items():
-                try:
-                    results[k] = ray.get(future)
-                    del jobs[k]
-                except RayActorError as exc:  # the actor died or its node was lost
-                    failures += 1
-                    if failures > self.max_restarts:
-                        raise RuntimeError(f"{failures} self-play actor failures in one iteration, more than "
-                                           f"max_restarts={self.max_restarts}: giving up (last: "
-                                           f"{type(exc).__name__})") from exc
-                    self.actors[k] = self._start(k)
-                    self.restarts += 1
-        samples = Samples.concatenate([results[k][0] for k in sorted(results)])
-        records = [r for k in sorted(results) for r in results[k][1]]
-        stats = SelfPlayStats()
-        for k in sorted(results):
-            stats.add(results[k][2])
-        return samples, records, stats
-
-    def stop(self) -> None:
-        import ray
-
-        for actor in self.actors:
-            ray.kill(actor)
+def merge_outcomes(outcomes: list) -> tuple[Samples, list, SelfPlayStats]:
+    """The workers' shares of an iteration as one: samples, records and counts, in share order."""
+    stats = SelfPlayStats()
+    for _, _, share_stats in outcomes:
+        stats.add(share_stats)
+    return (Samples.concatenate([samples for samples, _, _ in outcomes]),
+            [record for _, records, _ in outcomes for record in records], stats)
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero") -> str:
