@@ -61,6 +61,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="auto", choices=DEVICES, help="where the learner and search run")
     parser.add_argument("--games", type=int, default=256, help="self-play games per iteration")
     parser.add_argument("--simulations", type=int, default=48, help="per move in self-play and the short ladders")
+    parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
+    parser.add_argument("--channels", type=int, default=48, help="channels of the network")
     parser.add_argument("--eval-simulations", type=int, default=256,
                         help="per move of the final agent (its matches and the final ladder)")
     parser.add_argument("--pretrain-games", type=int, default=4000,
@@ -117,7 +119,8 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     iterations = args.iterations or (32 if args.hours is None else 1_000_000)
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
-                            seed=args.seed, threads=args.threads, workers=args.workers, overlap=args.overlap,
+                            seed=args.seed, threads=args.threads, blocks=args.blocks, channels=args.channels,
+                            workers=args.workers, overlap=args.overlap,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             final_learning_rate=args.final_learning_rate,

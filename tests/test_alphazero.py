@@ -188,16 +188,17 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, m
     import dataclasses
 
     from agents.alphazero import train as train_module
+    from agents.alphazero import workers
     from agents.alphazero.workers import numpy_weights, share_jobs
 
     pools = []
 
-    class Recorded(train_module.SelfPlayPool):
+    class Recorded(workers.SelfPlayPool):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(train_module, "SelfPlayPool", Recorded)
+    monkeypatch.setattr(workers, "SelfPlayPool", Recorded)  # the pool the loop's schedule starts
 
     def kill_an_actor(net, encoding, iteration):
         if iteration == 1:

@@ -310,16 +310,16 @@ def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, 
     import os
     import signal
 
-    from agents.alphazero import boardgames
+    from agents.alphazero import boardgames, workers
 
     pools = []
 
-    class Recorded(boardgames.SelfPlayPool):
+    class Recorded(workers.SelfPlayPool):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(boardgames, "SelfPlayPool", Recorded)
+    monkeypatch.setattr(workers, "SelfPlayPool", Recorded)  # the pool the loop's schedule starts
 
     def kill_a_worker(net, iteration):
         if iteration == 1:  # lost between iterations: the next one must replace it

@@ -26,8 +26,7 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
 from agents.alphazero.train import check_value_loss_weight, run_result, save_iteration, train_steps
-from agents.alphazero.workers import (SelfPlayPool, SelfPlaySchedule, check_workers, load_numpy_weights,
-                                     share_jobs)
+from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from agents.weights import load_network, save_network
@@ -290,21 +289,18 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
         average = saved["average_model"]
     mirror_perm = mirror_permutation(config.game) if config.mirror else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
-    pool = None
+    schedule = None
     progress = run.progress(config.iterations, f"alphazero {config.game}")
     tensors = None
     try:
         if config.workers > 0:
-            pool = SelfPlayPool(BoardGameSelfPlayer, dataclasses.asdict(config), config.workers, config.ray_address)
-            schedule = SelfPlaySchedule(pool, lambda r: share_jobs(start_games(config, r), config.workers, r),
-                                        config.overlap)
-            if run.resumed:
-                schedule.resume(saved)
+            schedule = SelfPlaySchedule.start(BoardGameSelfPlayer, config, lambda r: start_games(config, r),
+                                              saved if run.resumed else None)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             t0 = time.perf_counter()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, iteration)
-            if pool is None:
+            if schedule is None:
                 evaluator.clear()  # new weights since the last iteration
                 samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
                                               **selfplay_options(config))
@@ -334,8 +330,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             }
             if config.average_positions:
                 row["distinct_positions"] = training.size
-            if pool is not None:
-                row["worker_restarts"] = pool.restarts
+            if schedule is not None:
+                row["worker_restarts"] = schedule.pool.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
@@ -345,14 +341,14 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                     row.update({f"average_{k}": v for k, v in evaluate(averaged, iteration).items()})
                 row["eval_s"] = time.perf_counter() - t2
             extra = {"average_model": average} if average is not None else {}
-            if pool is not None:
+            if schedule is not None:
                 extra.update(schedule.checkpoint())
             tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng, extra)
     finally:
         progress.close()
         run.close()
-        if pool is not None:
-            pool.stop()
+        if schedule is not None:
+            schedule.pool.stop()
     return run_result(run, tensors, load_checkpoint)
 
 

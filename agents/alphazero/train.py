@@ -25,7 +25,7 @@ from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
                                        replay_window)
-from agents.alphazero.workers import SelfPlayPool, SelfPlaySchedule, check_workers, load_numpy_weights, share_jobs
+from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
 from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 from minichess_envs.encoding import ActionEncoding, ObservationEncoding
@@ -292,23 +292,21 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     variant = encoding.variant
     mirror_perm = ActionEncoding(variant).mirror_permutation if config.mirror and not variant.castling else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
-    pool = None
+    schedule = None
     progress = training_progress(run, config, f"alphazero {config.variant}")
     tensors = None
     try:
         if config.workers > 0:
-            pool = SelfPlayPool(ChessSelfPlayer, dataclasses.asdict(config), config.workers, config.ray_address)
-            schedule = SelfPlaySchedule(pool, lambda r: share_jobs(
-                [start.fen() for start in start_positions(config, config.games_per_iteration, r)], config.workers, r),
-                config.overlap)
-            if run.resumed:
-                schedule.resume(saved)
+            schedule = SelfPlaySchedule.start(
+                ChessSelfPlayer, config,
+                lambda r: [start.fen() for start in start_positions(config, config.games_per_iteration, r)],
+                saved if run.resumed else None)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
             if config.hours is not None and trained_s >= config.hours * 3600:
                 break
             t0 = time.perf_counter()
-            if pool is None:
+            if schedule is None:
                 evaluator.clear()  # new weights since the last iteration
                 stats = SelfPlayStats()
                 samples, records = play_games(start_positions(config, config.games_per_iteration, rng), evaluator,
@@ -340,19 +338,19 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "resigned_games": stats.resigned, "resign_checks": stats.resign_checks,
                 "resign_false_positives": stats.resign_false_positives,
             }
-            if pool is not None:
-                row["worker_restarts"] = pool.restarts
+            if schedule is not None:
+                row["worker_restarts"] = schedule.pool.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, encoding, iteration))
                 row["eval_s"] = time.perf_counter() - t2
             tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng,
-                                     schedule.checkpoint() if pool is not None else None)
+                                     schedule.checkpoint() if schedule is not None else None)
     finally:
         progress.close()
         run.close()
-        if pool is not None:
-            pool.stop()
+        if schedule is not None:
+            schedule.pool.stop()
     return run_result(run, tensors, load_checkpoint)
 
 

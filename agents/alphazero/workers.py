@@ -15,6 +15,7 @@ level) and plays with ``player.play(weights, *job)``; ``weights`` is a state dic
 from __future__ import annotations
 
 import copy
+import dataclasses
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -59,6 +60,18 @@ class SelfPlaySchedule:
         self.pool, self.draw_jobs, self.overlap = pool, draw_jobs, overlap
         self.in_flight = None  # (generator state before the draw, weights) of the submitted games
         self.submitted = 0.0
+
+    @classmethod
+    def start(cls, make_player: Callable, config, draw_items: Callable[[np.random.Generator], Sequence],
+              saved: dict | None = None) -> SelfPlaySchedule:
+        """A loop's schedule on a new pool of ``config.workers`` players (``make_player(asdict(config))``,
+        on ``config.ray_address``): ``draw_items(rng)`` draws an iteration's items, split by
+        :func:`share_jobs`; the games a checkpoint's tensors ``saved`` had in flight are submitted again."""
+        pool = SelfPlayPool(make_player, dataclasses.asdict(config), config.workers, config.ray_address)
+        schedule = cls(pool, lambda rng: share_jobs(draw_items(rng), config.workers, rng), config.overlap)
+        if saved is not None:
+            schedule.resume(saved)
+        return schedule
 
     def _submit(self, weights: dict, rng: np.random.Generator) -> None:
         state = copy.deepcopy(rng.bit_generator.state)
