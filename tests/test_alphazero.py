@@ -183,26 +183,16 @@ def test_two_ray_workers_complete_an_iteration(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, monkeypatch):
+def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, started_pools):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
     import dataclasses
 
     from agents.alphazero import train as train_module
-    from agents.alphazero import workers
-    from agents.alphazero.workers import numpy_weights, share_jobs
-
-    pools = []
-
-    class Recorded(workers.SelfPlayPool):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            pools.append(self)
-
-    monkeypatch.setattr(workers, "SelfPlayPool", Recorded)  # the pool the loop's schedule starts
+    from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
 
     def kill_an_actor(net, encoding, iteration):
         if iteration == 1:
-            ray.kill(pools[0].workers[0])  # lost between iterations: the next one must replace it
+            ray.kill(started_pools[0].workers[0])  # lost between iterations: the next one must replace it
         return {}
 
     config = tiny_config(tmp_path / "killed", iterations=2, workers=2, ray_address="local")
@@ -216,7 +206,7 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, m
 
     # retries are bounded: with none allowed, a lost actor ends the run with a clear error
     pool_config = tiny_config(tmp_path / "pool", workers=1, ray_address="local")
-    pool = Recorded(train_module.ChessSelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
+    pool = SelfPlayPool(train_module.ChessSelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
     try:
         net, _ = make_net(pool_config)
         ray.kill(pool.workers[0])

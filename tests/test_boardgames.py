@@ -305,26 +305,18 @@ def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overl
 
 
 @pytest.mark.parametrize("overlap", [False, True])
-def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, monkeypatch, overlap):
+def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, started_pools, overlap):
     """Killed between iterations (idle), or with overlap while it plays the next iteration's games."""
     import os
     import signal
 
-    from agents.alphazero import boardgames, workers
+    from agents.alphazero import boardgames
 
-    pools = []
-
-    class Recorded(workers.SelfPlayPool):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            pools.append(self)
-
-    monkeypatch.setattr(workers, "SelfPlayPool", Recorded)  # the pool the loop's schedule starts
 
     def kill_a_worker(net, iteration):
         if iteration == 1:  # lost between iterations: the next one must replace it
-            os.kill(pools[0].pids[0], signal.SIGKILL)
-            pools[0].workers[0].join()
+            os.kill(started_pools[0].pids[0], signal.SIGKILL)
+            started_pools[0].workers[0].join()
         return {}
 
     killed = boardgames.train(_tiny(tmp_path / "killed", iterations=2, workers=2, overlap=overlap),
