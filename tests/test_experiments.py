@@ -71,7 +71,7 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
                 "--device", "cpu", "--threads", "1", "--blocks", "1", "--channels", "8"])
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "report.md").read_text()
-    assert "a 1-block, 8-channel residual" in report  # the pretrained network too: self-play starts from it
+    assert "a 1-block, 8-channel residual" in report  # and pretraining trained it: init_from refuses another shape
     assert "| fsf-n1 | +0 | 4 |" in report  # both colors of each opening
     assert "a short ladder (1 openings, both" in report and (out / "elo_vs_time.png").exists()
     header = (out / "metrics.csv").read_text().splitlines()[0]
