@@ -18,3 +18,17 @@ def started_pools(monkeypatch) -> list:
 
     monkeypatch.setattr(workers, "SelfPlayPool", Recorded)
     return pools
+
+
+@pytest.fixture
+def assert_same_run():
+    """``check(a, b)``: two training runs' final states recorded the same samples each iteration and ended
+    with equal weights (a resumed or repaired run against the one that went straight through)."""
+    import torch
+
+    def check(a: dict, b: dict) -> None:
+        assert [m["samples"] for m in a["metrics"]] == [m["samples"] for m in b["metrics"]]
+        for name, tensor in a["model"].items():
+            assert torch.equal(tensor, b["model"][name]), name
+
+    return check

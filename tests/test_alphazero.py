@@ -160,7 +160,7 @@ def test_trained_run_loads_as_an_agent_and_plays_legally(tmp_path):
 
 
 @pytest.mark.parametrize("overlap", [False, True])
-def test_self_play_in_two_worker_processes_resumes_to_the_same_state(tmp_path, overlap):
+def test_self_play_in_two_worker_processes_resumes_to_the_same_state(tmp_path, overlap, assert_same_run):
     """Shares are played from seeds the loop draws, and games in flight at a checkpoint (overlap) are
     saved as their draws and weights: a stopped and resumed run is the run that went straight through."""
     straight = train(tiny_config(tmp_path / "a", workers=2, overlap=overlap), verbose=False)
@@ -169,9 +169,7 @@ def test_self_play_in_two_worker_processes_resumes_to_the_same_state(tmp_path, o
     train(tiny_config(tmp_path / "b", iterations=1, workers=2, overlap=overlap), verbose=False)
     assert ("in_flight_rng" in load_checkpoint(str(tmp_path / "b"))) == overlap
     resumed = train(tiny_config(tmp_path / "b", workers=2, overlap=overlap), resume=True, verbose=False)
-    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
-    for name, tensor in straight["model"].items():
-        assert torch.equal(tensor, resumed["model"][name]), name
+    assert_same_run(straight, resumed)
 
 
 @pytest.mark.slow
@@ -183,7 +181,7 @@ def test_two_ray_workers_complete_an_iteration(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, started_pools):
+def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, started_pools, assert_same_run):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
     import dataclasses
 
@@ -200,9 +198,7 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
     assert state["iteration"] == 2 and [m["worker_restarts"] for m in state["metrics"]] == [0, 1]
     straight = train(tiny_config(tmp_path / "straight", iterations=2, workers=2, ray_address="local"), verbose=False)
     # a replayed share is played from its own seed: the run is the same as one that lost nothing
-    assert [m["samples"] for m in state["metrics"]] == [m["samples"] for m in straight["metrics"]]
-    for name, tensor in straight["model"].items():
-        assert torch.equal(tensor, state["model"][name]), name
+    assert_same_run(straight, state)
 
     # retries are bounded: with none allowed, a lost actor ends the run with a clear error
     pool_config = tiny_config(tmp_path / "pool", workers=1, ray_address="local")

@@ -288,7 +288,7 @@ def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path, changes):
 
 
 @pytest.mark.parametrize("overlap", [False, True])
-def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overlap):
+def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overlap, assert_same_run):
     """Shares are played from seeds the loop draws, and games in flight at a checkpoint (overlap) are
     saved as their draws and weights: a stopped and resumed run is the run that went straight through."""
     from agents.alphazero.boardgames import load_checkpoint, train
@@ -299,13 +299,12 @@ def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overl
     train(_tiny(tmp_path / "b", iterations=1, workers=2, overlap=overlap), verbose=False)
     assert ("in_flight_rng" in load_checkpoint(str(tmp_path / "b"))) == overlap
     resumed = train(_tiny(tmp_path / "b", workers=2, overlap=overlap), resume=True, verbose=False)
-    assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
-    for name, tensor in straight["model"].items():
-        assert torch.equal(tensor, resumed["model"][name]), name
+    assert_same_run(straight, resumed)
 
 
 @pytest.mark.parametrize("overlap", [False, True])
-def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, started_pools, overlap):
+def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, started_pools, overlap,
+                                                                       assert_same_run):
     """Killed between iterations (idle), or with overlap while it plays the next iteration's games."""
     import os
     import signal
@@ -325,9 +324,7 @@ def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, 
     straight = boardgames.train(_tiny(tmp_path / "straight", iterations=2, workers=2, overlap=overlap),
                                 verbose=False)
     # a replayed share is played from its own seed: the run is the same as one that lost nothing
-    assert [m["samples"] for m in killed["metrics"]] == [m["samples"] for m in straight["metrics"]]
-    for name, tensor in straight["model"].items():
-        assert torch.equal(tensor, killed["model"][name]), name
+    assert_same_run(straight, killed)
 
 
 def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
