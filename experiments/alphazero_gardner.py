@@ -63,6 +63,10 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=48, help="per move in self-play and the short ladders")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
     parser.add_argument("--channels", type=int, default=48, help="channels of the network")
+    parser.add_argument("--history", type=int, default=1,
+                        help="positions the network sees, the current one first (AlphaZero: 8)")
+    parser.add_argument("--last-move", action="store_true",
+                        help="two more input planes: the last move's from- and to-square")
     parser.add_argument("--eval-simulations", type=int, default=256,
                         help="per move of the final agent (its matches and the final ladder)")
     parser.add_argument("--pretrain-games", type=int, default=4000,
@@ -120,7 +124,7 @@ def main(argv=None) -> int:
     iterations = args.iterations or (32 if args.hours is None else 1_000_000)
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
                             seed=args.seed, threads=args.threads, blocks=args.blocks, channels=args.channels,
-                            workers=args.workers, overlap=args.overlap,
+                            history=args.history, last_move=args.last_move, workers=args.workers, overlap=args.overlap,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             final_learning_rate=args.final_learning_rate,
@@ -205,6 +209,12 @@ def pretrain(args, config) -> dict:
     metrics = read_state(os.path.join(run_dir, "checkpoint")).metrics
     return {"agent": os.path.join(run_dir, "agent"), "metrics": metrics[-1] if metrics else {},
             "seconds": time.perf_counter() - t0}
+
+
+def planes_text(config) -> str:
+    """The network's input, in words."""
+    shown = "the current position" if config.history == 1 else f"the last {config.history} positions"
+    return shown + (" and the last move" if config.last_move else "")
 
 
 def engine_ladder() -> Ladder | None:
@@ -319,7 +329,7 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
 
 {start_text}{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
 move, games adjudicated drawn at {config.ply_limit} plies), a {config.blocks}-block, {config.channels}-channel residual
-network. The agent below searches with {args.eval_simulations} simulations a move.
+network on {planes_text(config)}. The agent below searches with {args.eval_simulations} simulations a move.
 
 | the agent | score | target |
 |---|---|---|
