@@ -117,11 +117,12 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
             counts["batches"] += 1
         except ValueError:
             assert (np.abs(persp.astype(int)) > 1).any() or persp.min() < -1
-        # a small search with random priors and values, PUCT or Gumbel at the root
+        # a small search with random priors and values, PUCT (forced playouts or not) or Gumbel at the root
         if rng.random() < 0.2:
             gumbel = rng.random() < 0.5
+            forced = 0.0 if gumbel else rng.choice([0.0, 2.0])
             search = _core.Search(v.rules, 2, ply_limit=rng.randint(1, 50), history=history, last_move=True,
-                                  root="gumbel" if gumbel else "puct", considered=rng.randint(1, 20))
+                                  root="gumbel" if gumbel else "puct", considered=rng.randint(1, 20), forced=forced)
             for i, b in enumerate(batch[:2]):
                 search.set_root(i, b)
             values_rng = np.random.default_rng(rng.randrange(2**32))
@@ -137,6 +138,7 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
                 search.backup(priors, values_rng.uniform(-1, 1, n).astype(np.float32))
             visits = np.empty((2, v.num_actions), np.float32)
             search.root_stats(visits, np.empty_like(visits))
+            search.root_priors(np.empty_like(visits))
             if gumbel:
                 search.root_policy(np.empty_like(visits), np.empty(2, np.int64))
             counts["searches"] += 1

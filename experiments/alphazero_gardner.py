@@ -91,6 +91,8 @@ def main(argv=None) -> int:
                              "(default: constant)")
     parser.add_argument("--root", default="puct", choices=("puct", "gumbel"),
                         help="root search of self-play and the agent: PUCT or Gumbel AlphaZero")
+    parser.add_argument("--forced-playouts", type=float, default=0.0,
+                        help="KataGo's forced playouts and policy target pruning in self-play, k (KataGo: 2; 0: off)")
     parser.add_argument("--fast-simulations", type=int, default=0,
                         help="playout cap randomisation: simulations of the unrecorded moves (0: off)")
     parser.add_argument("--full-search-fraction", type=float, default=0.25,
@@ -132,7 +134,8 @@ def main(argv=None) -> int:
                             full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight,
                             resign_threshold=args.resign_threshold,
                             resign_check_fraction=args.resign_check_fraction)
-    config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
+    config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root,
+                                                                    forced_playouts=args.forced_playouts))
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
         pretrained = pretrain(args, config)
@@ -215,6 +218,24 @@ def planes_text(config) -> str:
     """The network's input, in words."""
     shown = "the current position" if config.history == 1 else f"the last {config.history} positions"
     return shown + (" and the last move" if config.last_move else "")
+
+
+def selfplay_text(config) -> str:
+    """The self-play options that differ from plain AlphaZero, in words ('' if none)."""
+    search = config.search
+    parts = []
+    if search.root == "gumbel":
+        parts.append(f"Gumbel AlphaZero at the root ({search.gumbel_considered} moves considered)")
+    if search.forced_playouts > 0:
+        parts.append(f"forced playouts and policy target pruning (KataGo, k = {search.forced_playouts:g})")
+    if config.fast_simulations > 0:
+        parts.append(f"playout caps ({config.full_search_fraction:.0%} of moves searched in full and recorded, "
+                     f"the others with {config.fast_simulations} simulations)")
+    if config.value_q_weight > 0:
+        parts.append(f"value targets mixing the root value at weight {config.value_q_weight:g}")
+    if config.window_start > 0:
+        parts.append(f"a replay window growing from {config.window_start:,} samples")
+    return " Self-play: " + "; ".join(parts) + "." if parts else ""
 
 
 def engine_ladder() -> Ladder | None:
@@ -329,7 +350,7 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
 
 {start_text}{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
 move, games adjudicated drawn at {config.ply_limit} plies), a {config.blocks}-block, {config.channels}-channel residual
-network on {planes_text(config)}. The agent below searches with {args.eval_simulations} simulations a move.
+network on {planes_text(config)}.{selfplay_text(config)} The agent below searches with {args.eval_simulations} simulations a move.
 
 | the agent | score | target |
 |---|---|---|

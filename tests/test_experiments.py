@@ -69,9 +69,10 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
                 "--ladder-every", "2", "--ladder-openings", "1", "--ladder-levels", "1", "--final-levels", "1",
                 "--final-openings", "2", "--pretrain-games", "6", "--pretrain-epochs", "1", "--eval-simulations", "4",
                 "--device", "cpu", "--threads", "1", "--blocks", "1", "--channels", "8",
-                "--history", "2", "--last-move"])
+                "--history", "2", "--last-move", "--forced-playouts", "2"])
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "report.md").read_text()
+    assert "Self-play: forced playouts and policy target pruning (KataGo, k = 2)." in report
     # and pretraining trained that network on those planes: init_from refuses another shape or input
     assert "a 1-block, 8-channel residual\nnetwork on the last 2 positions and the last move." in report
     assert "| fsf-n1 | +0 | 4 |" in report  # both colors of each opening

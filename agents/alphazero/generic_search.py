@@ -15,7 +15,9 @@ driven by :func:`agents.alphazero.mcts.run_search`), step for step and in float3
 - backup is negamax with a discount: each edge adds ``-discount * value`` of
   the position below it;
 - Dirichlet noise is mixed into the root priors after the first round,
-  ``(1 - eps) P + eps * noise``.
+  ``(1 - eps) P + eps * noise``;
+- with forced playouts (``forced > 0``), a visited root move with
+  ``N * N < forced * P * sum N`` is chosen first (the best score among such moves).
 
 ``tests/test_boardgames.py`` checks that both give the same visit counts on
 chess positions with the same network, noise and settings. The Python tree
@@ -30,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.alphazero.game import Game, terminal_value
-from agents.alphazero.mcts import SearchConfig
+from agents.alphazero.mcts import SearchConfig, forced_playouts
 
 F32 = np.float32
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3  # a node's state
@@ -41,7 +43,7 @@ class GameSearch:
 
     ``set_root(i, game)``; then rounds of ``select(k, limit)`` (returns the
     leaves' observations, masks and keys), an evaluator call, ``backup(priors,
-    values)``; ``mix_root_noise``; ``root_stats()``.
+    values)``; ``mix_root_noise``; ``root_stats()``, ``root_priors()``.
 
     Node ``n``'s children are the row ``n`` of ``actions`` (legal actions in the
     game's order, -1 past the last), ``P``, ``N``, ``W`` (float32 edge statistics,
@@ -49,13 +51,14 @@ class GameSearch:
     """
 
     def __init__(self, num_trees: int, num_actions: int, observation_shape, c_puct: float = 1.25,
-                 discount: float = 0.99, virtual_loss: float = 1.0, fpu: float = 0.0):
+                 discount: float = 0.99, virtual_loss: float = 1.0, fpu: float = 0.0, forced: float = 0.0):
         if num_trees < 1:
             raise ValueError(f"num_trees must be >= 1, got {num_trees}")
         self.num_actions = num_actions
         self.observation_shape = tuple(observation_shape)
         self.c_puct, self.discount = F32(c_puct), F32(discount)
         self.virtual_loss, self.fpu = F32(virtual_loss), F32(fpu)
+        self.forced = F32(forced)
         self.roots = np.full(num_trees, -1, np.int64)
         self.root_visits = np.zeros(num_trees, np.int64)
         self.games: list[Game] = []
@@ -125,6 +128,9 @@ class GameSearch:
             sqrt_n = np.sqrt(np.maximum(visits[going], 1).astype(F32))
             score += self.c_puct * self.P[at] * sqrt_n[:, None] / (F32(1.0) + N)
             score[self.actions[at] < 0] = -np.inf
+            if self.forced > 0 and not path_nodes:  # the roots: forced playouts come first
+                forced = (N > 0) & (N * N < self.forced * self.P[at] * N.sum(1, keepdims=True))
+                score = np.where(forced.any(1, keepdims=True) & ~forced, -np.inf, score)
             edge = score.argmax(1)  # the first of equal scores, as the C loop's strict '>'
             self.N[at, edge] += F32(1.0)
             self.W[at, edge] -= self.virtual_loss
@@ -244,6 +250,17 @@ class GameSearch:
             q[i, legal] = np.where(N > 0, W / np.maximum(N, F32(1.0)), F32(0.0))
         return visits, q
 
+    def root_priors(self) -> np.ndarray:
+        """Float32 ``(num_trees, A)``: per root action, P (root noise mixed in); 0 for unexpanded roots."""
+        priors = np.zeros((len(self.roots), self.num_actions), F32)
+        for i, root in enumerate(self.roots):
+            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
+                continue
+            actions = self.actions[root]
+            legal = actions[actions >= 0]
+            priors[i, legal] = self.P[root, :len(legal)]
+        return priors
+
 
 def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Generator | None = None):
     """Search every game; returns ``(visits, q)``, float32 ``(len(games), num_actions)``.
@@ -251,7 +268,8 @@ def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Gener
     The same loop as :func:`agents.alphazero.mcts.run_search`: the first round
     expands the roots, Dirichlet noise (with ``rng``) goes on right after, then
     rounds of ``leaves_per_tree`` leaves per tree until every root has
-    ``simulations`` visits. Games must not be over.
+    ``simulations`` visits; forced playouts go with the noise, as in
+    :func:`~agents.alphazero.mcts.search_positions`. Games must not be over.
     """
     games = list(games)
     if not games:
@@ -261,7 +279,7 @@ def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Gener
     n = len(games)
     first = games[0]
     search = GameSearch(n, first.num_actions, first.observation_shape, c_puct=config.c_puct,
-                        discount=config.discount, fpu=config.fpu)
+                        discount=config.discount, fpu=config.fpu, forced=forced_playouts(config, rng))
     for i, game in enumerate(games):
         search.set_root(i, game)
     k = max(1, config.leaves_per_tree)

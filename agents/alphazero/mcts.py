@@ -40,6 +40,12 @@ class SearchConfig:
         ``c_puct``, ``fpu`` and the Dirichlet settings are PUCT's only.
     :param gumbel_considered: moves sampled at the root (m).
     :param c_visit, c_scale: Gumbel's sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2.
+    :param forced_playouts: KataGo's forced playouts and policy target pruning
+        (Wu, 2019, section 3.2; KataGo uses 2), PUCT searches with root noise
+        only: each root move that has been visited gets at least
+        ``sqrt(forced_playouts * P * sum N)`` visits, and the training target
+        takes back those PUCT would not have given (:func:`prune_policy_target`).
+        0: off.
     """
 
     simulations: int = 64
@@ -53,6 +59,7 @@ class SearchConfig:
     gumbel_considered: int = 16
     c_visit: float = 50.0
     c_scale: float = 1.0
+    forced_playouts: float = 0.0
 
     def __post_init__(self):
         if self.root not in ROOTS:
@@ -64,6 +71,11 @@ class SearchConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
+        k = self.forced_playouts
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 <= k < float("inf"):
+            raise ValueError(f"SearchConfig.forced_playouts must be a finite number >= 0, got {k!r}")
+        if k > 0 and self.root != "puct":
+            raise ValueError(f"SearchConfig.forced_playouts is PUCT's: root={self.root!r} takes 0, got {k!r}")
 
     @classmethod
     def setting_types(cls) -> dict:
@@ -78,15 +90,18 @@ class SearchResult:
 
     ``visits``: simulations through each root move; ``q``: its mean value for
     the side to move (0 if unvisited); ``policy``: the training target (PUCT:
-    the visit shares; Gumbel: the improved policy softmax(log P + sigma(completed
-    Q)) over the legal moves); ``actions``: int64 ``(n,)``, the move to play
-    (PUCT: the most visited, the first on ties; Gumbel: the search's choice).
+    the visit shares, pruned after forced playouts (:func:`prune_policy_target`);
+    Gumbel: the improved policy softmax(log P + sigma(completed Q)) over the
+    legal moves); ``actions``: int64 ``(n,)``, the move to play
+    (PUCT: the most visited, the first on ties; Gumbel: the search's choice);
+    ``priors``: the root's P, root noise mixed in.
     """
 
     visits: np.ndarray
     q: np.ndarray
     policy: np.ndarray
     actions: np.ndarray
+    priors: np.ndarray
 
 
 class UniformEvaluator:
@@ -171,7 +186,8 @@ def search_positions(positions, evaluator, config: SearchConfig, encoding: Obser
     With ``rng`` the root gets noise for self-play exploration: Dirichlet noise
     mixed into the priors (PUCT), or Gumbel noise on the logits (Gumbel; the
     chosen move is then a sample of the improved policy). Without, the search is
-    deterministic.
+    deterministic. Forced playouts (``config.forced_playouts``) go with the
+    Dirichlet noise: a search without ``rng`` has none.
     """
     n = len(positions)
     variant = encoding.variant
@@ -181,7 +197,8 @@ def search_positions(positions, evaluator, config: SearchConfig, encoding: Obser
     search = _core.Search(rules, n, c_puct=config.c_puct, discount=config.discount, fpu=config.fpu,
                           ply_limit=variant.ply_limit if ply_limit is None else ply_limit,
                           history=encoding.history, last_move=encoding.last_move, root=config.root,
-                          considered=config.gumbel_considered, c_visit=config.c_visit, c_scale=config.c_scale)
+                          considered=config.gumbel_considered, c_visit=config.c_visit, c_scale=config.c_scale,
+                          forced=forced_playouts(config, rng))
     for i, position in enumerate(positions):
         search.set_root(i, position)
     if gumbel and rng is not None:
@@ -203,14 +220,53 @@ def search_positions(positions, evaluator, config: SearchConfig, encoding: Obser
     visits = np.zeros((n, A), np.float32)
     q = np.zeros((n, A), np.float32)
     search.root_stats(visits, q)
+    priors = np.zeros((n, A), np.float32)
+    search.root_priors(priors)
     if gumbel:
         policy = np.zeros((n, A), np.float32)
         actions = np.zeros(n, np.int64)
         search.root_policy(policy, actions)
     else:
         policy = visits / np.maximum(visits.sum(1, keepdims=True), 1.0)
+        if forced_playouts(config, rng):
+            policy = prune_policy_target(visits, q, priors, config.c_puct, config.forced_playouts)
         actions = visits.argmax(1)
-    return SearchResult(visits, q, policy, actions)
+    return SearchResult(visits, q, policy, actions, priors)
+
+
+def forced_playouts(config: SearchConfig, rng) -> float:
+    """The forced-playout constant a search uses: ``config.forced_playouts`` with root noise, else 0."""
+    return config.forced_playouts if rng is not None and config.dirichlet_epsilon > 0 else 0.0
+
+
+def prune_policy_target(visits: np.ndarray, q: np.ndarray, priors: np.ndarray, c_puct: float,
+                        forced_playouts: float) -> np.ndarray:
+    """Visit shares with the forced playouts taken back (KataGo's policy target pruning; Wu, 2019, 3.2).
+
+    Per row (a root: ``visits``, ``q`` and ``priors`` per action, as the search
+    left them): ``c*`` is the most visited move (the first on ties). Every other
+    move loses up to ``n_forced = sqrt(forced_playouts * P * sum N)`` visits, but
+    only as many as leave its PUCT score ``Q + c_puct * P * sqrt(sum N + 1) / (1 + N)``
+    (the root's visit count is ``sum N + 1``, as in the search) at or below
+    ``c*``'s: those visits PUCT would not have given it. A move left with one
+    visit or fewer is dropped. Returns float32 rows that sum to 1 (0 for an
+    unsearched row).
+    """
+    visits = np.asarray(visits, np.float64)
+    q = np.asarray(q, np.float64)
+    priors = np.asarray(priors, np.float64)
+    rows = np.arange(len(visits))
+    total = visits.sum(1, keepdims=True)
+    best = visits.argmax(1)
+    explore = c_puct * priors * np.sqrt(total + 1)
+    best_score = (q[rows, best] + explore[rows, best] / (1 + visits[rows, best]))[:, None]
+    gap = best_score - q
+    # the fewest visits that keep Q + explore / (1 + N) <= the best score; none if Q alone reaches it
+    wanted = np.where(gap > 0, np.ceil(explore / np.where(gap > 0, gap, 1.0) - 1.0), visits)
+    pruned = np.clip(np.maximum(np.ceil(visits - np.sqrt(forced_playouts * priors * total)), wanted), 0.0, visits)
+    pruned = np.where(pruned <= 1.0, 0.0, pruned)
+    pruned[rows, best] = visits[rows, best]
+    return (pruned / np.maximum(pruned.sum(1, keepdims=True), 1.0)).astype(np.float32)
 
 
 def dirichlet_noise(positions, alpha: float, num_actions: int, rng: np.random.Generator) -> np.ndarray:

@@ -75,7 +75,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
     Every move: a noisy search of all unfinished games at once. PUCT: a move
     sampled in proportion to the visit counts for the first ``temperature_plies``
     plies of the game, and the most visited move afterwards (ties broken at
-    random); the target is the visit shares. Gumbel root: the search's chosen
+    random); the target is the visit shares (pruned with forced playouts). Gumbel root: the search's chosen
     move (its Gumbel noise explores; ``temperature_plies`` is not used), the
     target the improved policy.
     A game reaching ``ply_limit`` (default: the variant's) counts as a draw.
@@ -125,10 +125,9 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
         still = []
         for row, i in enumerate(active):
             g = games[i]
-            policy = result.policy[row] if gumbel else visits[row] / visits[row].sum()
             root_value = float((visits[row] * result.q[row]).sum() / max(visits[row].sum(), 1.0))
             if full[row]:
-                trajectories[i].append((encoding.encode(g), g.action_mask(), policy, g.turn, root_value))
+                trajectories[i].append((encoding.encode(g), g.action_mask(), result.policy[row], g.turn, root_value))
             if resigning and _would_resign(visits[row], result.q[row], root_value, resign_threshold):
                 if may_resign[i]:  # the position searched stays a sample; no move is played from it
                     records[i] = _record(g, first_ply[i], variant.name, resigned=g.turn)
@@ -139,7 +138,7 @@ def play_games(starts, evaluator, search: SearchConfig, encoding: ObservationEnc
             if gumbel:
                 action = int(result.actions[row])
             elif g.ply - first_ply[i] < temperature_plies:
-                action = int(rng.choice(len(policy), p=policy))
+                action = int(rng.choice(len(visits[row]), p=visits[row] / visits[row].sum()))
             else:
                 best = np.flatnonzero(visits[row] == visits[row].max())
                 action = int(best[rng.integers(len(best))])
@@ -186,14 +185,14 @@ def _search_split(positions, full, evaluator, search, fast_search, encoding, rng
     if full.all():
         return search_positions(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
     n, A = len(positions), encoding.variant.num_actions
-    out = SearchResult(np.zeros((n, A), np.float32), np.zeros((n, A), np.float32), np.zeros((n, A), np.float32),
-                       np.zeros(n, np.int64))
+    out = SearchResult(*(np.zeros((n, A), np.float32) for _ in range(3)), np.zeros(n, np.int64),
+                       np.zeros((n, A), np.float32))
     for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
         rows = np.flatnonzero(chosen)
         if len(rows):
             part = search_positions([positions[r] for r in rows], evaluator, config, encoding, rng=noise,
                                     ply_limit=limit)
-            for name in ("visits", "q", "policy", "actions"):
+            for name in ("visits", "q", "policy", "actions", "priors"):
                 getattr(out, name)[rows] = getattr(part, name)
     return out
 

@@ -8,7 +8,7 @@
  *
  *     search = Search(rules, num_trees, c_puct=1.25, discount=0.99, virtual_loss=1.0, fpu=0.0,
  *                     ply_limit=2**30, history=1, last_move=False,
- *                     root="puct", considered=16, c_visit=50.0, c_scale=1.0)
+ *                     root="puct", considered=16, c_visit=50.0, c_scale=1.0, forced=0.0)
  *     search.set_root(i, position)                  for every tree i (copies its history)
  *     search.set_gumbel(noise)                      root="gumbel": float32 (num_trees, A) Gumbel noise
  *     while search.min_visits() < simulations:
@@ -22,6 +22,7 @@
  *         search.mix_root_noise(noise, epsilon)     # optional, once the roots are expanded:
  *                                                   # P <- (1 - eps) P + eps noise[i, action]
  *     search.root_stats(visits, q)                  # float32 (num_trees, A) each
+ *     search.root_priors(priors)                    # float32 (num_trees, A): the roots' P, noise mixed in
  *     search.root_policy(policy, actions)           # root="gumbel": improved policy, move to play
  *
  * visits(i), min_visits(), clear(i) (tree i leaves the search) and the
@@ -38,6 +39,13 @@
  * per-ply discount (value of a position = -discount * value of the position
  * after the chosen move), so a mate in 1 is worth more than a mate in 3 and a
  * loss later is better than a loss now.
+ *
+ * forced > 0 (PUCT only; KataGo's forced playouts, Wu, "Accelerating
+ * self-play learning in Go", 2019, section 3.2): at the root, a move that has
+ * been visited but has fewer than sqrt(forced * P * sum N) visits (N and sum N
+ * with virtual visits) is chosen before any other; among several such moves,
+ * the best PUCT score.  The caller takes those visits back out of the policy
+ * target (agents/alphazero/mcts.py, prune_policy_target).
  *
  * root="gumbel" (Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by
  * planning with Gumbel", ICLR 2022): at the root, sequential halving over the
@@ -102,6 +110,7 @@ typedef struct {
     int gumbel;            /* root="gumbel": sequential halving at the root, the improved policy below */
     int considered;        /* Gumbel: most root moves sampled (m) */
     float c_visit, c_scale; /* Gumbel: sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2 */
+    float forced;          /* PUCT: forced playouts at the root, N >= sqrt(forced * P * sum N) (0: off) */
     float *scratch;        /* one float per action: a node's children during Gumbel selection */
     float *noise;          /* Gumbel: (num_trees, A) root noise, trees[i].gumbel point into it */
     int ply_limit;
@@ -191,20 +200,35 @@ static int expand(SearchObject *s, Tree *t, int32_t node) {
     return 0;
 }
 
+/* PUCT's choice at nd; at the root with forced playouts, a visited move below
+ * its forced count comes first (the best score among such moves). */
 static int32_t puct_child(const SearchObject *s, const Tree *t, const Node *nd) {
     float sqrt_n = sqrtf((float)(nd->visits > 1 ? nd->visits : 1));
-    float best = -1e30f;
-    int32_t best_k = nd->first_child;
+    const Node *ch = &t->nodes[nd->first_child];
+    int force = s->forced > 0.0f && nd == &t->nodes[0];
+    float sum_n = 0.0f;
+    if (force) {
+        int total = 0;
+        for (int k = 0; k < nd->num_children; k++) total += ch[k].visits;
+        sum_n = (float)total;
+    }
+    float best = -1e30f, best_forced = -1e30f;
+    int32_t best_k = nd->first_child, forced_k = -1;
     for (int k = 0; k < nd->num_children; k++) {
-        const Node *c = &t->nodes[nd->first_child + k];
+        const Node *c = &ch[k];
         float q = c->visits ? c->value_sum / (float)c->visits : s->fpu;
         float score = q + s->c_puct * c->prior * sqrt_n / (1.0f + (float)c->visits);
         if (score > best) {
             best = score;
             best_k = nd->first_child + k;
         }
+        float n = (float)c->visits;
+        if (force && c->visits > 0 && n * n < s->forced * c->prior * sum_n && score > best_forced) {
+            best_forced = score;
+            forced_k = nd->first_child + k;
+        }
     }
-    return best_k;
+    return forced_k >= 0 ? forced_k : best_k;
 }
 
 /* ---- Gumbel root search (Danihelka et al., "Policy improvement by planning with Gumbel", ICLR 2022) ---- */
@@ -429,14 +453,15 @@ static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask
 static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"rules", "num_trees", "c_puct", "discount", "virtual_loss", "fpu",
                              "ply_limit", "history", "last_move", "root", "considered", "c_visit",
-                             "c_scale", NULL};
+                             "c_scale", "forced", NULL};
     PyObject *rules;
     const char *root = "puct";
     int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0, considered = 16;
     float c_puct = 1.25f, discount = 0.99f, virtual_loss = 1.0f, fpu = 0.0f, c_visit = 50.0f, c_scale = 1.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiipsiff", kwlist, &RulesType, &rules, &num_trees, &c_puct,
+    float forced = 0.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiipsifff", kwlist, &RulesType, &rules, &num_trees, &c_puct,
                                      &discount, &virtual_loss, &fpu, &ply_limit, &history, &last_move, &root,
-                                     &considered, &c_visit, &c_scale))
+                                     &considered, &c_visit, &c_scale, &forced))
         return -1;
     if (num_trees < 1) {
         PyErr_Format(PyExc_ValueError, "num_trees must be >= 1, got %d", num_trees);
@@ -456,6 +481,14 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "c_visit and c_scale must be finite and >= 0");
         return -1;
     }
+    if (!(forced >= 0.0f && isfinite(forced))) {
+        PyErr_SetString(PyExc_ValueError, "forced must be finite and >= 0");
+        return -1;
+    }
+    if (forced > 0.0f && gumbel) {
+        PyErr_SetString(PyExc_ValueError, "forced playouts are PUCT's: root='gumbel' takes forced=0");
+        return -1;
+    }
     if (s->trees) {
         PyErr_SetString(PyExc_RuntimeError, "Search is already initialised");
         return -1;
@@ -471,6 +504,7 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     s->considered = considered;
     s->c_visit = c_visit;
     s->c_scale = c_scale;
+    s->forced = forced;
     s->ply_limit = ply_limit;
     s->layout = obs_layout(&s->rules->r, history, last_move);
     s->trees = PyMem_Calloc((size_t)num_trees, sizeof(Tree));
@@ -761,6 +795,26 @@ static PyObject *Search_root_stats(SearchObject *s, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* root_priors(priors): priors[i, a] = P of the root's move a in tree i (root
+ * noise mixed in), 0 for other actions and for trees without an expanded root. */
+static PyObject *Search_root_priors(SearchObject *s, PyObject *arg) {
+    SEARCH_READY(s);
+    Py_ssize_t A = s->rules->r.naction;
+    Py_buffer priors;
+    if (get_array(arg, &priors, 4, s->num_trees * A, 1, "priors (float32)") < 0) return NULL;
+    memset(priors.buf, 0, (size_t)priors.len);
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root || t->nodes[0].first_child < 0) continue;
+        for (int c = 0; c < t->nodes[0].num_children; c++) {
+            const Node *child = &t->nodes[t->nodes[0].first_child + c];
+            ((float *)priors.buf)[i * A + child->action] = child->prior;
+        }
+    }
+    PyBuffer_Release(&priors);
+    Py_RETURN_NONE;
+}
+
 /* visits(i) -> simulations done in tree i. */
 static PyObject *Search_visits(SearchObject *s, PyObject *arg) {
     SEARCH_READY(s);
@@ -814,6 +868,8 @@ static PyMethodDef Search_methods[] = {
      "root_policy(policy, actions): improved policy and chosen move per tree (root='gumbel')"},
     {"root_stats", (PyCFunction)Search_root_stats, METH_VARARGS,
      "root_stats(visits, q): per-action visit counts and mean values at the roots"},
+    {"root_priors", (PyCFunction)Search_root_priors, METH_O,
+     "root_priors(priors): per-action priors at the roots, root noise mixed in"},
     {"visits", (PyCFunction)Search_visits, METH_O, "visits(i) -> simulations done in tree i"},
     {"min_visits", (PyCFunction)Search_min_visits, METH_NOARGS, "fewest simulations among rooted trees"},
     {"clear", (PyCFunction)Search_clear, METH_O, "clear(i): tree i takes no part in select"},
