@@ -121,3 +121,7 @@ def test_a_tiny_connect_four_run_reports_the_value_head_against_the_solver(tmp_p
     report = (out / "report.md").read_text()
     assert f"agrees with the solver's value of {float(rows[-1]['value_agreement']):.3f} of the sample" in report
     assert "value_loss_weight = 2.0" in report
+    assert "| MCTS 8, LCB |" in report and "best lower confidence bound" in report
+    import agents
+
+    assert agents.load(str(out / "agent")).search.move_choice == "lcb"  # the agent plays as it was judged

@@ -1,7 +1,7 @@
 """AlphaZero on PettingZoo board games (Tic-Tac-Toe, Connect Four): self-play, training, the agent.
 
 The loop of :mod:`agents.alphazero.train` with a :class:`~agents.alphazero.game.Game` in place of a
-chess position and the generic search (:func:`~agents.alphazero.generic_search.run_game_search`)
+chess position and the generic search (:func:`~agents.alphazero.generic_search.search_games`)
 in place of the C one; the replay buffer, the network, the loss and training steps
 (:func:`~agents.alphazero.train.train_steps`) and the run machinery (:class:`agents.runs.Run`:
 checkpoints, resume, metrics CSV, TensorBoard, progress) are the same objects.
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from agents.alphazero.game import GAMES, new_game
-from agents.alphazero.generic_search import run_game_search
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
+from agents.alphazero.generic_search import search_games
+from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, forced_playouts
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
 from agents.alphazero.train import check_value_loss_weight, run_result, save_iteration, train_steps
@@ -170,7 +170,8 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     with the search's value of the position (the visit-weighted mean of the root's Q):
     the result alone is a noisy target while moves are still sampled, the search's value
     is less noisy but biased by the network. A sample's policy target is in proportion to
-    the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts).
+    the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts);
+    with forced playouts (``search.forced_playouts``), to the pruned counts.
 
     Playout cap randomisation (KataGo; Wu, 2019, section 3.1) with ``fast_simulations > 0``: each move
     gets the full search with probability ``full_search_fraction`` and becomes a sample; the other
@@ -178,6 +179,7 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     results, the value targets) come cheaper while the recorded policy targets come from deeper searches.
     """
     fast_search = dataclasses.replace(search, simulations=fast_simulations) if fast_simulations > 0 else None
+    pruned = forced_playouts(search, rng) > 0
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]
     actions: list[list[int]] = [[] for _ in games]
@@ -185,18 +187,21 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     while active:
         full = np.ones(len(active), bool) if fast_search is None else rng.random(len(active)) < full_search_fraction
         visits = np.zeros((len(active), games[active[0]].num_actions), np.float32)
-        q = np.zeros_like(visits)
+        q, targets = np.zeros_like(visits), np.zeros_like(visits)
         for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
             rows = np.flatnonzero(chosen)
             if len(rows):
-                visits[rows], q[rows] = run_game_search([games[active[r]] for r in rows], evaluator, config,
-                                                        rng=noise)
+                result = search_games([games[active[r]] for r in rows], evaluator, config, rng=noise)
+                visits[rows], q[rows], targets[rows] = result.visits, result.q, result.policy
         still = []
         for row, i in enumerate(active):
             g = games[i]
             policy = visits[row] / visits[row].sum()
             if full[row]:
-                target = policy if policy_target_power == 1 else visits[row] ** policy_target_power
+                if policy_target_power == 1:
+                    target = targets[row]
+                else:  # the pruned target where playouts were forced; the counts as they were otherwise
+                    target = (targets[row] if pruned else visits[row]) ** policy_target_power
                 trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
                                         float(policy @ q[row])))
             if g.moves < temperature_plies:
@@ -387,8 +392,8 @@ def average_weights(average: dict | None, net: torch.nn.Module, decay: float) ->
 
 
 class BoardGameAlphaZeroAgent(Agent):
-    """A trained network for a board game: the most visited move of a search with ``simulations``
-    simulations, or (0) the network's most probable legal move.
+    """A trained network for a board game: the move a search with ``simulations`` simulations plays
+    (the most visited, or by ``search.move_choice``), or (0) the network's most probable legal move.
 
     ``act(observation, action_mask)`` takes PettingZoo's observation planes and
     mask (the position is rebuilt from the planes for the search); a
@@ -413,12 +418,16 @@ class BoardGameAlphaZeroAgent(Agent):
 
     @classmethod
     def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
-                        averaged: bool = True) -> BoardGameAlphaZeroAgent:
-        """The run's network: its averaged weights where the run kept them and ``averaged``, else its last ones."""
+                        averaged: bool = True, move_choice: str | None = None) -> BoardGameAlphaZeroAgent:
+        """The run's network: its averaged weights where the run kept them and ``averaged``, else its last
+        ones; the run's search settings, with ``move_choice`` (:class:`SearchConfig`) where given."""
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
         net.load_state_dict(state["average_model"] if averaged and "average_model" in state else state["model"])
-        return cls(net, config["game"], simulations, SearchConfig(**config["search"]), name)
+        search = SearchConfig(**config["search"])
+        if move_choice is not None:
+            search = dataclasses.replace(search, move_choice=move_choice)
+        return cls(net, config["game"], simulations, search, name)
 
     def act(self, observation, action_mask, position=None) -> int:
         game = position if position is not None else GAMES[self.game].from_observation(observation)
@@ -429,8 +438,7 @@ class BoardGameAlphaZeroAgent(Agent):
         if self.simulations <= 0:
             priors, _ = self.policy_value(games)
             return priors.argmax(1)
-        visits, _ = run_game_search(games, self.evaluator, self.search)
-        return visits.argmax(1)
+        return search_games(games, self.evaluator, self.search).actions
 
     def policy_value(self, games) -> tuple[np.ndarray, np.ndarray]:
         """The network's priors over the legal actions and its value for the player to move."""
@@ -455,9 +463,11 @@ class BoardGameAlphaZeroAgent(Agent):
         return cls(net, settings["game"], sims, SearchConfig(**search), manifest.get("name", "alphazero"))
 
 
-def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero") -> str:
+def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",
+                move_choice: str | None = None) -> str:
     """Save the run's network as an agent (``agents.load(run_dir + "/agent")``)."""
-    agent = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name)
+    agent = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name,
+                                                    move_choice=move_choice)
     path = os.path.join(run_dir, "agent")
     agent.save(path)
     with open(os.path.join(path, "training.json"), "w") as f:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.alphazero.game import Game, terminal_value
-from agents.alphazero.mcts import SearchConfig, forced_playouts
+from agents.alphazero.mcts import SearchConfig, SearchResult, choose_actions, forced_playouts, prune_policy_target
 
 F32 = np.float32
 NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3  # a node's state
@@ -43,11 +43,12 @@ class GameSearch:
 
     ``set_root(i, game)``; then rounds of ``select(k, limit)`` (returns the
     leaves' observations, masks and keys), an evaluator call, ``backup(priors,
-    values)``; ``mix_root_noise``; ``root_stats()``, ``root_priors()``.
+    values)``; ``mix_root_noise``; ``root_stats()``, ``root_priors()``, ``root_value_squares()``.
 
     Node ``n``'s children are the row ``n`` of ``actions`` (legal actions in the
-    game's order, -1 past the last), ``P``, ``N``, ``W`` (float32 edge statistics,
-    as the C tree keeps them per child) and ``children`` (node numbers, -1 not yet made).
+    game's order, -1 past the last), ``P``, ``N``, ``W``, ``W2`` (float32 edge
+    statistics, as the C tree keeps them per child; ``W2`` sums the squared values
+    backed up) and ``children`` (node numbers, -1 not yet made).
     """
 
     def __init__(self, num_trees: int, num_actions: int, observation_shape, c_puct: float = 1.25,
@@ -74,7 +75,7 @@ class GameSearch:
                 new[:old.shape[0], :old.shape[1]] = old
             return new
 
-        for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("actions", -1, np.int64),
+        for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("W2", 0, F32), ("actions", -1, np.int64),
                                   ("children", -1, np.int64)):
             setattr(self, name, grown(getattr(self, name, None), fill, dtype))
         state, value = np.full(capacity, NEW, np.int8), np.zeros(capacity, F32)
@@ -111,6 +112,7 @@ class GameSearch:
             if on.any():
                 value[on] = -self.discount * value[on]
                 np.add.at(self.W, (nodes[on, depth], edges[on, depth]), value[on] + self.virtual_loss)
+                np.add.at(self.W2, (nodes[on, depth], edges[on, depth]), value[on] * value[on])
 
     def _simulate(self, trees: np.ndarray) -> np.ndarray:
         """One simulation in each of ``trees`` at once; per tree 1 for a new leaf needing the network
@@ -250,6 +252,18 @@ class GameSearch:
             q[i, legal] = np.where(N > 0, W / np.maximum(N, F32(1.0)), F32(0.0))
         return visits, q
 
+    def root_value_squares(self) -> np.ndarray:
+        """Float32 ``(num_trees, A)``: per root action, the mean squared value backed up (0 if unvisited)."""
+        squares = np.zeros((len(self.roots), self.num_actions), F32)
+        for i, root in enumerate(self.roots):
+            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
+                continue
+            actions = self.actions[root]
+            legal = actions[actions >= 0]
+            N, W2 = self.N[root, :len(legal)], self.W2[root, :len(legal)]
+            squares[i, legal] = np.where(N > 0, W2 / np.maximum(N, F32(1.0)), F32(0.0))
+        return squares
+
     def root_priors(self) -> np.ndarray:
         """Float32 ``(num_trees, A)``: per root action, P (root noise mixed in); 0 for unexpanded roots."""
         priors = np.zeros((len(self.roots), self.num_actions), F32)
@@ -263,19 +277,26 @@ class GameSearch:
 
 
 def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Generator | None = None):
-    """Search every game; returns ``(visits, q)``, float32 ``(len(games), num_actions)``.
+    """Search every game; returns ``(visits, q)`` (see :func:`search_games`)."""
+    result = search_games(games, evaluator, config, rng)
+    return result.visits, result.q
 
-    The same loop as :func:`agents.alphazero.mcts.run_search`: the first round
-    expands the roots, Dirichlet noise (with ``rng``) goes on right after, then
-    rounds of ``leaves_per_tree`` leaves per tree until every root has
-    ``simulations`` visits; forced playouts go with the noise, as in
-    :func:`~agents.alphazero.mcts.search_positions`. Games must not be over.
+
+def search_games(games, evaluator, config: SearchConfig, rng: np.random.Generator | None = None) -> SearchResult:
+    """Search every game (none may be over) with ``config.simulations`` simulations each.
+
+    The same loop and result as :func:`agents.alphazero.mcts.search_positions`:
+    the first round expands the roots, Dirichlet noise (with ``rng``) goes on
+    right after, then rounds of ``leaves_per_tree`` leaves per tree until every
+    root has ``simulations`` visits; forced playouts go with the noise, the
+    policy target is pruned after them, and the move played is
+    :func:`~agents.alphazero.mcts.choose_actions`'.
     """
     games = list(games)
     if not games:
-        raise ValueError("run_game_search needs at least one game")
+        raise ValueError("search_games needs at least one game")
     if config.root != "puct":
-        raise ValueError(f"run_game_search is PUCT only; root={config.root!r} needs the C search of chess variants")
+        raise ValueError(f"search_games is PUCT only; root={config.root!r} needs the C search of chess variants")
     n = len(games)
     first = games[0]
     search = GameSearch(n, first.num_actions, first.observation_shape, c_puct=config.c_puct,
@@ -292,7 +313,13 @@ def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Gener
             search.mix_root_noise(dirichlet_noise(games, config.dirichlet_alpha, first.num_actions, rng),
                                   config.dirichlet_epsilon)
             noise_added = True
-    return search.root_stats()
+    visits, q = search.root_stats()
+    priors = search.root_priors()
+    policy = visits / np.maximum(visits.sum(1, keepdims=True), F32(1.0))
+    if forced_playouts(config, rng):
+        policy = prune_policy_target(visits, q, priors, config.c_puct, config.forced_playouts)
+    squares = search.root_value_squares()
+    return SearchResult(visits, q, policy, choose_actions(visits, q, squares, config), priors, squares)
 
 
 def dirichlet_noise(games, alpha: float, num_actions: int, rng: np.random.Generator) -> np.ndarray:

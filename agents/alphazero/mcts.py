@@ -17,6 +17,7 @@ from minichess_envs.encoding import ObservationEncoding
 
 
 ROOTS = ("puct", "gumbel")
+MOVE_CHOICES = ("visits", "lcb")
 
 
 @dataclasses.dataclass
@@ -46,6 +47,12 @@ class SearchConfig:
         ``sqrt(forced_playouts * P * sum N)`` visits, and the training target
         takes back those PUCT would not have given (:func:`prune_policy_target`).
         0: off.
+    :param move_choice: the move a PUCT search plays: ``"visits"``, the most
+        visited (AlphaZero); ``"lcb"``, KataGo's choice by lower confidence
+        bound (:func:`choose_actions`).
+    :param lcb_stdevs, lcb_min_share: the bound's width in standard errors, and
+        the share of the most visited move's visits a move needs to be chosen
+        by it (KataGo: 5 and 0.15).
     """
 
     simulations: int = 64
@@ -60,6 +67,9 @@ class SearchConfig:
     c_visit: float = 50.0
     c_scale: float = 1.0
     forced_playouts: float = 0.0
+    move_choice: str = "visits"
+    lcb_stdevs: float = 5.0
+    lcb_min_share: float = 0.15
 
     def __post_init__(self):
         if self.root not in ROOTS:
@@ -76,6 +86,16 @@ class SearchConfig:
             raise ValueError(f"SearchConfig.forced_playouts must be a finite number >= 0, got {k!r}")
         if k > 0 and self.root != "puct":
             raise ValueError(f"SearchConfig.forced_playouts is PUCT's: root={self.root!r} takes 0, got {k!r}")
+        if self.move_choice not in MOVE_CHOICES:
+            raise ValueError(f"SearchConfig.move_choice must be one of {', '.join(MOVE_CHOICES)}, "
+                             f"got {self.move_choice!r}")
+        if self.move_choice != "visits" and self.root != "puct":
+            raise ValueError(f"SearchConfig.move_choice={self.move_choice!r} is PUCT's: root={self.root!r} "
+                             "plays the move its search chose")
+        for name in ("lcb_stdevs", "lcb_min_share"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
     def setting_types(cls) -> dict:
@@ -93,8 +113,9 @@ class SearchResult:
     the visit shares, pruned after forced playouts (:func:`prune_policy_target`);
     Gumbel: the improved policy softmax(log P + sigma(completed Q)) over the
     legal moves); ``actions``: int64 ``(n,)``, the move to play
-    (PUCT: the most visited, the first on ties; Gumbel: the search's choice);
-    ``priors``: the root's P, root noise mixed in.
+    (PUCT: :func:`choose_actions`; Gumbel: the search's choice);
+    ``priors``: the root's P, root noise mixed in; ``value_squares``: the mean of
+    the squared values backed up through each move (with ``q``, their variance).
     """
 
     visits: np.ndarray
@@ -102,6 +123,7 @@ class SearchResult:
     policy: np.ndarray
     actions: np.ndarray
     priors: np.ndarray
+    value_squares: np.ndarray
 
 
 class UniformEvaluator:
@@ -220,8 +242,9 @@ def search_positions(positions, evaluator, config: SearchConfig, encoding: Obser
     visits = np.zeros((n, A), np.float32)
     q = np.zeros((n, A), np.float32)
     search.root_stats(visits, q)
-    priors = np.zeros((n, A), np.float32)
+    priors, squares = np.zeros((n, A), np.float32), np.zeros((n, A), np.float32)
     search.root_priors(priors)
+    search.root_value_squares(squares)
     if gumbel:
         policy = np.zeros((n, A), np.float32)
         actions = np.zeros(n, np.int64)
@@ -230,8 +253,32 @@ def search_positions(positions, evaluator, config: SearchConfig, encoding: Obser
         policy = visits / np.maximum(visits.sum(1, keepdims=True), 1.0)
         if forced_playouts(config, rng):
             policy = prune_policy_target(visits, q, priors, config.c_puct, config.forced_playouts)
-        actions = visits.argmax(1)
-    return SearchResult(visits, q, policy, actions, priors)
+        actions = choose_actions(visits, q, squares, config)
+    return SearchResult(visits, q, policy, actions, priors, squares)
+
+
+def choose_actions(visits: np.ndarray, q: np.ndarray, squares: np.ndarray, config: SearchConfig) -> np.ndarray:
+    """The move a PUCT search plays from each root (rows of ``visits``, ``q`` and ``squares``, the mean
+    squared value backed up through each move).
+
+    ``config.move_choice == "visits"``: the most visited move, the first on ties. ``"lcb"`` (KataGo's
+    ``useLcbForSelection``): among the moves with at least ``lcb_min_share`` of the most visited
+    move's visits (that move among them), the highest ``Q - lcb_stdevs * s / sqrt(N)``, where
+    ``s**2 = (N * (mean square - Q**2) + 1) / (N + 1)``: the values' variance with one more value of
+    variance 1 (the most values in [-1, 1] allow), so that a move with few, equal values is not
+    trusted. A longer search thus plays a move whose value has overtaken the most visited one's
+    beyond doubt, before its visits do.
+    """
+    most = visits.argmax(1)
+    if config.move_choice == "visits":
+        return most
+    n = np.asarray(visits, np.float64)
+    q = np.asarray(q, np.float64)
+    variance = (n * np.maximum(np.asarray(squares, np.float64) - q * q, 0.0) + 1.0) / (n + 1.0)
+    bound = q - config.lcb_stdevs * np.sqrt(variance / np.maximum(n, 1.0))
+    eligible = (n > 0) & (n >= config.lcb_min_share * n.max(1, keepdims=True))
+    eligible[np.arange(len(n)), most] = True
+    return np.where(eligible, bound, -np.inf).argmax(1)
 
 
 def forced_playouts(config: SearchConfig, rng) -> float:

@@ -186,13 +186,13 @@ def _search_split(positions, full, evaluator, search, fast_search, encoding, rng
         return search_positions(positions, evaluator, search, encoding, rng=rng, ply_limit=limit)
     n, A = len(positions), encoding.variant.num_actions
     out = SearchResult(*(np.zeros((n, A), np.float32) for _ in range(3)), np.zeros(n, np.int64),
-                       np.zeros((n, A), np.float32))
+                       np.zeros((n, A), np.float32), np.zeros((n, A), np.float32))
     for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
         rows = np.flatnonzero(chosen)
         if len(rows):
             part = search_positions([positions[r] for r in rows], evaluator, config, encoding, rng=noise,
                                     ply_limit=limit)
-            for name in ("visits", "q", "policy", "actions", "priors"):
+            for name in ("visits", "q", "policy", "actions", "priors", "value_squares"):
                 getattr(out, name)[rows] = getattr(part, name)
     return out
 

@@ -23,6 +23,7 @@
  *                                                   # P <- (1 - eps) P + eps noise[i, action]
  *     search.root_stats(visits, q)                  # float32 (num_trees, A) each
  *     search.root_priors(priors)                    # float32 (num_trees, A): the roots' P, noise mixed in
+ *     search.root_value_squares(squares)            # float32 (num_trees, A): mean squared backed-up value
  *     search.root_policy(policy, actions)           # root="gumbel": improved policy, move to play
  *
  * visits(i), min_visits(), clear(i) (tree i leaves the search) and the
@@ -79,6 +80,7 @@ typedef struct {
     float prior;         /* P(parent -> this) */
     int32_t visits;      /* N, virtual visits of pending simulations included */
     float value_sum;     /* W, from the view of the side that moved into this node */
+    float value_squares; /* sum of the squared values backed up through this edge (no virtual losses) */
     int8_t terminal;     /* game over here: value is exact */
     int8_t pending;      /* expanded at selection, waiting for network priors */
     int16_t inflight;    /* virtual visits (and losses) in N and W, of simulations waiting for backup */
@@ -166,6 +168,7 @@ static void backup_path(SearchObject *s, Tree *t, int32_t node, float value) {
         if (nd->parent < 0) break; /* the root has no edge to credit */
         value = -s->discount * value;
         nd->value_sum += value + s->virtual_loss;
+        nd->value_squares += value * value;
         nd->inflight -= 1;
         node = nd->parent;
     }
@@ -192,6 +195,7 @@ static int expand(SearchObject *s, Tree *t, int32_t node) {
         c->prior = uniform;
         c->visits = 0;
         c->value_sum = 0.0f;
+        c->value_squares = 0.0f;
         c->terminal = 0;
         c->pending = 0;
         c->inflight = 0;
@@ -815,6 +819,29 @@ static PyObject *Search_root_priors(SearchObject *s, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* root_value_squares(squares): squares[i, a] = the mean of the squared values
+ * backed up through the root's move a in tree i, for the side to move at the
+ * root (0 if unvisited): with Q, the variance of those values. */
+static PyObject *Search_root_value_squares(SearchObject *s, PyObject *arg) {
+    SEARCH_READY(s);
+    if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "root_value_squares between select and backup");
+    Py_ssize_t A = s->rules->r.naction;
+    Py_buffer squares;
+    if (get_array(arg, &squares, 4, s->num_trees * A, 1, "squares (float32)") < 0) return NULL;
+    memset(squares.buf, 0, (size_t)squares.len);
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root || t->nodes[0].first_child < 0) continue;
+        for (int c = 0; c < t->nodes[0].num_children; c++) {
+            const Node *child = &t->nodes[t->nodes[0].first_child + c];
+            if (child->visits)
+                ((float *)squares.buf)[i * A + child->action] = child->value_squares / (float)child->visits;
+        }
+    }
+    PyBuffer_Release(&squares);
+    Py_RETURN_NONE;
+}
+
 /* visits(i) -> simulations done in tree i. */
 static PyObject *Search_visits(SearchObject *s, PyObject *arg) {
     SEARCH_READY(s);
@@ -870,6 +897,8 @@ static PyMethodDef Search_methods[] = {
      "root_stats(visits, q): per-action visit counts and mean values at the roots"},
     {"root_priors", (PyCFunction)Search_root_priors, METH_O,
      "root_priors(priors): per-action priors at the roots, root noise mixed in"},
+    {"root_value_squares", (PyCFunction)Search_root_value_squares, METH_O,
+     "root_value_squares(squares): per-action mean squared backed-up value at the roots"},
     {"visits", (PyCFunction)Search_visits, METH_O, "visits(i) -> simulations done in tree i"},
     {"min_visits", (PyCFunction)Search_min_visits, METH_NOARGS, "fewest simulations among rooted trees"},
     {"clear", (PyCFunction)Search_clear, METH_O, "clear(i): tree i takes no part in select"},

@@ -1,4 +1,5 @@
-"""KataGo's forced playouts and policy target pruning (Wu, 2019, section 3.2) in the PUCT search."""
+"""KataGo's options of the PUCT search: forced playouts and policy target pruning (Wu, 2019, section
+3.2), and the move chosen by lower confidence bound."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 
 from agents.alphazero.game import ChessGame
-from agents.alphazero.generic_search import run_game_search
-from agents.alphazero.mcts import SearchConfig, dirichlet_noise, prune_policy_target, search_positions
+from agents.alphazero.generic_search import run_game_search, search_games
+from agents.alphazero.mcts import SearchConfig, choose_actions, dirichlet_noise, prune_policy_target, search_positions
 from minichess_envs import Position, _core
 from minichess_envs.encoding import ObservationEncoding
 
@@ -138,7 +139,43 @@ def test_self_play_targets_are_pruned_and_searches_without_noise_are_not_forced(
         np.testing.assert_array_equal(a.policy, b.policy)
 
 
+def test_the_lcb_choice_matches_a_hand_computed_case():
+    """lcb_stdevs 5, lcb_min_share 0.15. Row 0: move 1 (400 visits, Q 0.5, mean square 0.34: variance
+    (400 * 0.09 + 1) / 401 = 0.0923, bound 0.5 - 5 * sqrt(0.0923 / 400) = 0.4240) beats the most
+    visited move 0 (900 visits, Q 0.3, mean square 0.18: variance (900 * 0.09 + 1) / 901 = 0.0910,
+    bound 0.3 - 5 * 0.01006 = 0.2497); move 2 (Q 0.9) has 100 visits, under 0.15 * 900 = 135. Row 1:
+    move 1 has only 3 visits and equal values (Q 0.6, variance 1 / 4): bound 0.6 - 5 * sqrt(0.25 / 3)
+    = -0.843, so the most visited move (20 visits, Q 0.1, variance (20 * 0.01 + 1) / 21: bound
+    0.1 - 5 * 0.0535 = -0.167) stays; with "visits" the most visited is played in both rows."""
+    visits = np.array([[900, 400, 100], [20, 3, 0]], np.float32)
+    q = np.array([[0.3, 0.5, 0.9], [0.1, 0.6, 0.0]], np.float32)
+    squares = np.array([[0.18, 0.34, 0.82], [0.02, 0.36, 0.0]], np.float32)
+    assert choose_actions(visits, q, squares, SearchConfig(move_choice="lcb")).tolist() == [1, 0]
+    assert choose_actions(visits, q, squares, SearchConfig()).tolist() == [0, 0]
+    assert choose_actions(visits, q, squares, SearchConfig(move_choice="lcb", lcb_min_share=0.1)).tolist() == [2, 0]
+
+
+def test_both_searches_keep_the_same_value_squares_and_choose_the_same_moves():
+    """The mean squared values behind the lcb choice: bit for bit the same in the C search and the
+    Python twin, at least Q ** 2 (Jensen) and at most 1; the lcb choice differs from the most
+    visited move somewhere, the same in both."""
+    encoding = ObservationEncoding("gardner")
+    positions = _positions("gardner", 8, seed=1)
+    config = SearchConfig(simulations=200, leaves_per_tree=4, move_choice="lcb", lcb_min_share=0.05)
+    c = search_positions(positions, peaked_evaluator, config, encoding)
+    py = search_games([ChessGame(p, encoding) for p in positions], peaked_evaluator, config)
+    for name in ("visits", "q", "value_squares", "priors", "policy", "actions"):
+        np.testing.assert_array_equal(getattr(py, name), getattr(c, name), err_msg=name)
+    assert (c.value_squares >= c.q * c.q - 1e-6).all() and (c.value_squares <= 1.0).all()
+    assert (c.value_squares[c.visits > 0] > 0).any()
+    assert (c.actions != c.visits.argmax(1)).any()
+
+
 @pytest.mark.parametrize("settings, message", [
+    (dict(move_choice="best"), "move_choice must be one of visits, lcb"),
+    (dict(move_choice="lcb", root="gumbel"), "is PUCT's"),
+    (dict(lcb_stdevs=-1.0), "lcb_stdevs must be a finite number >= 0"),
+    (dict(lcb_min_share=float("nan")), "lcb_min_share must be a finite number >= 0"),
     (dict(forced_playouts=-1.0), "forced_playouts must be a finite number >= 0"),
     (dict(forced_playouts=float("inf")), "forced_playouts must be a finite number >= 0"),
     (dict(forced_playouts=True), "forced_playouts must be a finite number >= 0"),
