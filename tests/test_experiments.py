@@ -69,10 +69,14 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
                 "--ladder-every", "2", "--ladder-openings", "1", "--ladder-levels", "1", "--final-levels", "1",
                 "--final-openings", "2", "--pretrain-games", "6", "--pretrain-epochs", "1", "--eval-simulations", "4",
                 "--device", "cpu", "--threads", "1", "--blocks", "1", "--channels", "8",
-                "--history", "2", "--last-move", "--forced-playouts", "2"])
+                "--history", "2", "--last-move", "--forced-playouts", "2", "--eval-move-choice", "lcb"])
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "report.md").read_text()
     assert "Self-play: forced playouts and policy target pruning (KataGo, k = 2)." in report
+    assert "searches with 4 simulations a move and plays the move with the best lower confidence bound" in report
+    import agents
+
+    assert agents.load(str(out / "agent")).search.move_choice == "lcb"
     # and pretraining trained that network on those planes: init_from refuses another shape or input
     assert "a 1-block, 8-channel residual\nnetwork on the last 2 positions and the last move." in report
     assert "| fsf-n1 | +0 | 4 |" in report  # both colors of each opening

@@ -40,12 +40,16 @@ class AlphaZeroAgent(Agent):
         self.name = name
 
     @classmethod
-    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero") -> AlphaZeroAgent:
+    def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
+                        move_choice: str | None = None) -> AlphaZeroAgent:
+        """The run's network and search settings, with ``move_choice`` (:class:`SearchConfig`) where given."""
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
         net.load_state_dict(state["model"])
-        return cls(net, config["variant"], config["history"], config["last_move"], simulations,
-                   SearchConfig(**config["search"]), name)
+        search = SearchConfig(**config["search"])
+        if move_choice is not None:
+            search = dataclasses.replace(search, move_choice=move_choice)
+        return cls(net, config["variant"], config["history"], config["last_move"], simulations, search, name)
 
     def act(self, observation, action_mask, position=None) -> int:
         if position is None:

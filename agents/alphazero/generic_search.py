@@ -238,42 +238,33 @@ class GameSearch:
             legal = actions[actions >= 0]
             self.P[root, :len(legal)] = (F32(1.0) - eps) * self.P[root, :len(legal)] + eps * np.asarray(noise[i], F32)[legal]
 
-    def root_stats(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(visits, q)``, float32 ``(num_trees, A)``: per root action, N and W / N (0 if unvisited)."""
-        visits = np.zeros((len(self.roots), self.num_actions), F32)
-        q = np.zeros_like(visits)
+    def _per_root_action(self, table: np.ndarray, per_visit: bool = False) -> np.ndarray:
+        """Float32 ``(num_trees, A)``: each expanded root's row of an edge table (``P``, ``N``, ``W``,
+        ``W2``) at its legal actions, divided by ``N`` with ``per_visit`` (0 if unvisited); 0 elsewhere."""
+        out = np.zeros((len(self.roots), self.num_actions), F32)
         for i, root in enumerate(self.roots):
             if root < 0 or self.state[root] not in (PENDING, EXPANDED):
                 continue
             actions = self.actions[root]
             legal = actions[actions >= 0]
-            N, W = self.N[root, :len(legal)], self.W[root, :len(legal)]
-            visits[i, legal] = N
-            q[i, legal] = np.where(N > 0, W / np.maximum(N, F32(1.0)), F32(0.0))
-        return visits, q
+            row = table[root, :len(legal)]
+            if per_visit:
+                N = self.N[root, :len(legal)]
+                row = np.where(N > 0, row / np.maximum(N, F32(1.0)), F32(0.0))
+            out[i, legal] = row
+        return out
+
+    def root_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(visits, q)``, float32 ``(num_trees, A)``: per root action, N and W / N (0 if unvisited)."""
+        return self._per_root_action(self.N), self._per_root_action(self.W, per_visit=True)
 
     def root_value_squares(self) -> np.ndarray:
         """Float32 ``(num_trees, A)``: per root action, the mean squared value backed up (0 if unvisited)."""
-        squares = np.zeros((len(self.roots), self.num_actions), F32)
-        for i, root in enumerate(self.roots):
-            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
-                continue
-            actions = self.actions[root]
-            legal = actions[actions >= 0]
-            N, W2 = self.N[root, :len(legal)], self.W2[root, :len(legal)]
-            squares[i, legal] = np.where(N > 0, W2 / np.maximum(N, F32(1.0)), F32(0.0))
-        return squares
+        return self._per_root_action(self.W2, per_visit=True)
 
     def root_priors(self) -> np.ndarray:
         """Float32 ``(num_trees, A)``: per root action, P (root noise mixed in); 0 for unexpanded roots."""
-        priors = np.zeros((len(self.roots), self.num_actions), F32)
-        for i, root in enumerate(self.roots):
-            if root < 0 or self.state[root] not in (PENDING, EXPANDED):
-                continue
-            actions = self.actions[root]
-            legal = actions[actions >= 0]
-            priors[i, legal] = self.P[root, :len(legal)]
-        return priors
+        return self._per_root_action(self.P)
 
 
 def run_game_search(games, evaluator, config: SearchConfig, rng: np.random.Generator | None = None):

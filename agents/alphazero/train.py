@@ -383,11 +383,12 @@ def merge_outcomes(outcomes: list) -> tuple[Samples, list, SelfPlayStats]:
             [record for _, records, _ in outcomes for record in records], stats)
 
 
-def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero") -> str:
+def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",
+                move_choice: str | None = None) -> str:
     """Save the run's network as an agent (``agents.load(run_dir + "/agent")``)."""
     from agents.alphazero.agent import AlphaZeroAgent
 
-    agent = AlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name)
+    agent = AlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name, move_choice=move_choice)
     path = os.path.join(run_dir, "agent")
     agent.save(path)
     with open(os.path.join(path, "training.json"), "w") as f:

@@ -770,32 +770,45 @@ static PyObject *Search_root_policy(SearchObject *s, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* What fill_root_table writes for each root move. */
+enum { ROOT_VISITS, ROOT_Q, ROOT_PRIOR, ROOT_SQUARES };
+
+static float root_edge(const Node *c, int what) {
+    switch (what) {
+    case ROOT_VISITS: return (float)c->visits;
+    case ROOT_PRIOR: return c->prior;
+    case ROOT_Q: return c->visits ? c->value_sum / (float)c->visits : 0.0f;
+    default: return c->visits ? c->value_squares / (float)c->visits : 0.0f;
+    }
+}
+
+/* Writes root_edge(what) of each root move into the float32 (num_trees, A)
+ * array `out` (0 for other actions and trees without an expanded root). */
+static int fill_root_table(SearchObject *s, PyObject *out, int what, const char *name) {
+    Py_ssize_t A = s->rules->r.naction;
+    Py_buffer table;
+    if (get_array(out, &table, 4, s->num_trees * A, 1, name) < 0) return -1;
+    memset(table.buf, 0, (size_t)table.len);
+    for (int i = 0; i < s->num_trees; i++) {
+        Tree *t = &s->trees[i];
+        if (!t->has_root || t->nodes[0].first_child < 0) continue;
+        for (int c = 0; c < t->nodes[0].num_children; c++) {
+            const Node *child = &t->nodes[t->nodes[0].first_child + c];
+            ((float *)table.buf)[i * A + child->action] = root_edge(child, what);
+        }
+    }
+    PyBuffer_Release(&table);
+    return 0;
+}
+
 /* root_stats(visits, q): visits[i, a] = N of the root's move a in tree i, and
  * q[i, a] = its mean value for the side to move at the root (0 if unvisited). */
 static PyObject *Search_root_stats(SearchObject *s, PyObject *args) {
     PyObject *o_visits, *o_q;
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "OO", &o_visits, &o_q)) return NULL;
-    Py_ssize_t A = s->rules->r.naction;
-    Py_buffer visits, q;
-    if (get_array(o_visits, &visits, 4, s->num_trees * A, 1, "visits (float32)") < 0) return NULL;
-    if (get_array(o_q, &q, 4, s->num_trees * A, 1, "q (float32)") < 0) {
-        PyBuffer_Release(&visits);
-        return NULL;
-    }
-    memset(visits.buf, 0, (size_t)visits.len);
-    memset(q.buf, 0, (size_t)q.len);
-    for (int i = 0; i < s->num_trees; i++) {
-        Tree *t = &s->trees[i];
-        if (!t->has_root || t->nodes[0].first_child < 0) continue;
-        for (int c = 0; c < t->nodes[0].num_children; c++) {
-            const Node *child = &t->nodes[t->nodes[0].first_child + c];
-            ((float *)visits.buf)[i * A + child->action] = (float)child->visits;
-            if (child->visits) ((float *)q.buf)[i * A + child->action] = child->value_sum / (float)child->visits;
-        }
-    }
-    PyBuffer_Release(&visits);
-    PyBuffer_Release(&q);
+    if (fill_root_table(s, o_visits, ROOT_VISITS, "visits (float32)") < 0) return NULL;
+    if (fill_root_table(s, o_q, ROOT_Q, "q (float32)") < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -803,19 +816,7 @@ static PyObject *Search_root_stats(SearchObject *s, PyObject *args) {
  * noise mixed in), 0 for other actions and for trees without an expanded root. */
 static PyObject *Search_root_priors(SearchObject *s, PyObject *arg) {
     SEARCH_READY(s);
-    Py_ssize_t A = s->rules->r.naction;
-    Py_buffer priors;
-    if (get_array(arg, &priors, 4, s->num_trees * A, 1, "priors (float32)") < 0) return NULL;
-    memset(priors.buf, 0, (size_t)priors.len);
-    for (int i = 0; i < s->num_trees; i++) {
-        Tree *t = &s->trees[i];
-        if (!t->has_root || t->nodes[0].first_child < 0) continue;
-        for (int c = 0; c < t->nodes[0].num_children; c++) {
-            const Node *child = &t->nodes[t->nodes[0].first_child + c];
-            ((float *)priors.buf)[i * A + child->action] = child->prior;
-        }
-    }
-    PyBuffer_Release(&priors);
+    if (fill_root_table(s, arg, ROOT_PRIOR, "priors (float32)") < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -825,20 +826,7 @@ static PyObject *Search_root_priors(SearchObject *s, PyObject *arg) {
 static PyObject *Search_root_value_squares(SearchObject *s, PyObject *arg) {
     SEARCH_READY(s);
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "root_value_squares between select and backup");
-    Py_ssize_t A = s->rules->r.naction;
-    Py_buffer squares;
-    if (get_array(arg, &squares, 4, s->num_trees * A, 1, "squares (float32)") < 0) return NULL;
-    memset(squares.buf, 0, (size_t)squares.len);
-    for (int i = 0; i < s->num_trees; i++) {
-        Tree *t = &s->trees[i];
-        if (!t->has_root || t->nodes[0].first_child < 0) continue;
-        for (int c = 0; c < t->nodes[0].num_children; c++) {
-            const Node *child = &t->nodes[t->nodes[0].first_child + c];
-            if (child->visits)
-                ((float *)squares.buf)[i * A + child->action] = child->value_squares / (float)child->visits;
-        }
-    }
-    PyBuffer_Release(&squares);
+    if (fill_root_table(s, arg, ROOT_SQUARES, "squares (float32)") < 0) return NULL;
     Py_RETURN_NONE;
 }
 
