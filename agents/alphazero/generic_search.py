@@ -17,7 +17,9 @@ driven by :func:`agents.alphazero.mcts.run_search`), step for step and in float3
 - Dirichlet noise is mixed into the root priors after the first round,
   ``(1 - eps) P + eps * noise``;
 - with forced playouts (``forced > 0``), a visited root move with
-  ``N * N < forced * P * sum N`` is chosen first (the best score among such moves).
+  ``N * N < forced * P * sum N`` is chosen first (the best score among such moves);
+- every edge also sums the squares of the values backed up through it (for
+  the lower-confidence-bound move, :func:`agents.alphazero.mcts.choose_actions`).
 
 ``tests/test_boardgames.py`` checks that both give the same visit counts on
 chess positions with the same network, noise and settings. The Python tree
@@ -75,8 +77,8 @@ class GameSearch:
                 new[:old.shape[0], :old.shape[1]] = old
             return new
 
-        for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("W2", 0, F32), ("actions", -1, np.int64),
-                                  ("children", -1, np.int64)):
+        for name, fill, dtype in (("P", 0, F32), ("N", 0, F32), ("W", 0, F32), ("W2", 0, F32),
+                                  ("actions", -1, np.int64), ("children", -1, np.int64)):
             setattr(self, name, grown(getattr(self, name, None), fill, dtype))
         state, value = np.full(capacity, NEW, np.int8), np.zeros(capacity, F32)
         if hasattr(self, "state"):
