@@ -126,7 +126,8 @@ needs_engine = pytest.mark.skipif(ENGINE is None, reason="Fairy-Stockfish is not
 def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
     from agents.games import GenerationSettings, generate_games
 
-    settings = GenerationSettings("gardner", games=6, nodes=10, games_per_chunk=1, opening_plies=2, ply_limit=24)
+    games = 30  # enough that the kill, polled every 50 ms, lands before the last one even on a fast machine
+    settings = GenerationSettings("gardner", games=games, nodes=10, games_per_chunk=1, opening_plies=2, ply_limit=24)
     script = textwrap.dedent(f"""
         from agents.games import GenerationSettings, generate_games
         if __name__ == "__main__":
@@ -140,21 +141,21 @@ def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
     proc.kill()
     proc.wait()
     done_before = len(list_shards(str(tmp_path / "run")))
-    assert 2 <= done_before < 6, "the kill should land mid-run"
+    assert 2 <= done_before < games, "the kill should land mid-run"
     summary = generate_games(str(tmp_path / "run"), settings, workers=1, progress=False)
-    assert summary["games"] == 6 - done_before
+    assert summary["games"] == games - done_before
     total = summary["total"]  # the killed call's shards and their cost count too
-    assert total["games"] == 6 and total["positions"] == sum(e["positions"] for e in list_shards(str(tmp_path / "run")))
+    assert total["games"] == games and total["positions"] == sum(e["positions"] for e in list_shards(str(tmp_path / "run")))
     assert total["positions_per_s_per_worker"] > 0
     files = [e["file"] for e in list_shards(str(tmp_path / "run"))]
-    assert sorted(files) == [f"games-{i:06d}.npz" for i in range(6)]  # each chunk once
+    assert sorted(files) == [f"games-{i:06d}.npz" for i in range(games)]  # each chunk once
     generate_games(str(tmp_path / "fresh"), settings, workers=2, progress=False)
     resumed = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "run")).games())
     fresh = sorted((f, tuple(a), r) for f, a, _, r in GameDataset(str(tmp_path / "fresh")).games())
     assert resumed == fresh  # the same games as a run that was never interrupted
     assert all(e["worker_seconds"] > 0 for e in list_shards(str(tmp_path / "fresh")))  # listed with the shard
     again = generate_games(str(tmp_path / "fresh"), settings, workers=1, progress=False)
-    assert again["games"] == 0 and again["total"]["games"] == 6 and again["total"]["positions_per_s_per_worker"] > 0
+    assert again["games"] == 0 and again["total"]["games"] == games and again["total"]["positions_per_s_per_worker"] > 0
     for fen, actions, scores, _ in GameDataset(str(tmp_path / "fresh")).games():
         position = Position("gardner", fen)
         for action in actions:
