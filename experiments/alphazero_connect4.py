@@ -157,10 +157,6 @@ def main(argv=None) -> int:
     return 0
 
 
-MOVE_TEXT = {"visits": "the most visited move of their search",
-             "lcb": "the move of their search with the best lower confidence bound on its value (KataGo)"}
-
-
 def mcts_label(args) -> str:
     """The judged search's name in the tables."""
     return f"MCTS {args.eval_simulations}" + (", LCB" if args.eval_move_choice == "lcb" else "")
@@ -276,8 +272,8 @@ drawn one where it loses (draw->loss).
 ## Matches
 
 Alpha-beta and the solver break ties between equally good columns at random (seeded), so games differ
-(distinct: how many of the games differ, by their final boards); the agents play {MOVE_TEXT[args.eval_move_choice]}
-(or their most probable move, without search).
+(distinct: how many of the games differ, by their final boards); the agents play, from their search,
+{MOVE_CHOICES[args.eval_move_choice]} (or their most probable move, without search).
 
 {markdown_table(["player", "opponent", "player moves", "W-D-L", "win rate [95% Wilson]", "score [95% Wilson]",
                  "distinct"], match_rows)}

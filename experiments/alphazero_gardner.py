@@ -224,10 +224,6 @@ def planes_text(config) -> str:
     return shown + (" and the last move" if config.last_move else "")
 
 
-MOVE_TEXT = {"visits": " and plays the most visited move",
-             "lcb": " and plays the move with the best lower confidence bound on its value (KataGo)"}
-
-
 def selfplay_text(config) -> str:
     """The self-play options that differ from plain AlphaZero, in words ('' if none)."""
     search = config.search
@@ -358,7 +354,7 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
 
 {start_text}{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
 move, games adjudicated drawn at {config.ply_limit} plies), a {config.blocks}-block, {config.channels}-channel residual
-network on {planes_text(config)}.{selfplay_text(config)} The agent below searches with {args.eval_simulations} simulations a move{MOVE_TEXT[args.eval_move_choice]}.
+network on {planes_text(config)}.{selfplay_text(config)} The agent below searches with {args.eval_simulations} simulations a move and plays {MOVE_CHOICES[args.eval_move_choice]}.
 
 | the agent | score | target |
 |---|---|---|

@@ -17,7 +17,8 @@ from minichess_envs.encoding import ObservationEncoding
 
 
 ROOTS = ("puct", "gumbel")
-MOVE_CHOICES = ("visits", "lcb")
+MOVE_CHOICES = {"visits": "the most visited move",  # SearchConfig.move_choice, in words
+                "lcb": "the move with the best lower confidence bound on its value (KataGo)"}
 
 
 @dataclasses.dataclass
@@ -77,25 +78,19 @@ class SearchConfig:
         m = self.gumbel_considered
         if not isinstance(m, int) or isinstance(m, bool) or m < 1:
             raise ValueError(f"SearchConfig.gumbel_considered must be an integer >= 1, got {m!r}")
-        for name in ("c_visit", "c_scale"):
+        for name in ("c_visit", "c_scale", "forced_playouts", "lcb_stdevs", "lcb_min_share"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
-        k = self.forced_playouts
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 <= k < float("inf"):
-            raise ValueError(f"SearchConfig.forced_playouts must be a finite number >= 0, got {k!r}")
-        if k > 0 and self.root != "puct":
-            raise ValueError(f"SearchConfig.forced_playouts is PUCT's: root={self.root!r} takes 0, got {k!r}")
+        if self.forced_playouts > 0 and self.root != "puct":
+            raise ValueError(f"SearchConfig.forced_playouts is PUCT's: root={self.root!r} takes 0, "
+                             f"got {self.forced_playouts!r}")
         if self.move_choice not in MOVE_CHOICES:
             raise ValueError(f"SearchConfig.move_choice must be one of {', '.join(MOVE_CHOICES)}, "
                              f"got {self.move_choice!r}")
         if self.move_choice != "visits" and self.root != "puct":
             raise ValueError(f"SearchConfig.move_choice={self.move_choice!r} is PUCT's: root={self.root!r} "
                              "plays the move its search chose")
-        for name in ("lcb_stdevs", "lcb_min_share"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-                raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
     def setting_types(cls) -> dict:
