@@ -30,7 +30,8 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-from agents.alphazero.game import GAMES, new_game
+from agents.games import BOARD_GAMES as GAMES
+from agents.games import new_game
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
 from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM, PastSelfVectorEnv
@@ -166,7 +167,7 @@ class BoardGamePPOAgent(Agent):
     """A PPO policy for a board game: its most probable legal action.
 
     ``act(observation, action_mask)`` takes PettingZoo's observation planes and mask; called on a list
-    of :class:`~agents.alphazero.game.Game` it is a batched player for :mod:`agents.boardgame_judges`.
+    of :class:`~agents.games.Game` it is a batched player for :mod:`agents.boardgame_judges`.
     """
 
     def __init__(self, net: PPONet, game: str, *, name: str = "ppo", backend: str = "native"):

@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, run_search  # noqa: E402
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, search  # noqa: E402
+from agents.games.chess import chess_games  # noqa: E402
 from agents.alphazero.selfplay import play_games  # noqa: E402
 from agents.alphazero.train import Config, make_net  # noqa: E402
 from minichess_envs import Position  # noqa: E402
@@ -54,7 +55,7 @@ def search_speed(variant: str, trees: int, leaves: int, simulations: int, second
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         evaluator = NetworkEvaluator(net)
-        run_search(positions_for(variant, trees, rng), evaluator, config, encoding)
+        search(chess_games(positions_for(variant, trees, rng), encoding), evaluator, config)
         done += trees * simulations
         hits, misses = hits + evaluator.hits, misses + evaluator.misses
     elapsed = time.perf_counter() - start

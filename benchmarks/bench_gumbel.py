@@ -35,7 +35,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.mcts import search_positions  # noqa: E402
+from agents.alphazero.search import search  # noqa: E402
+from agents.games.chess import chess_games  # noqa: E402
 from agents.arena import close_agents, play_match  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.positions import random_walk_positions  # noqa: E402
@@ -69,7 +70,7 @@ def search_cost(agent: AlphaZeroAgent, positions: list[Position], together: bool
     counting = CountingEvaluator(agent.evaluator)
     start = time.perf_counter()
     for batch in ([positions] if together else [[pos] for pos in positions]):
-        search_positions(batch, counting, agent.search, agent.encoding)
+        search(chess_games(batch, agent.encoding), counting, agent.search)
     return 1000 * (time.perf_counter() - start) / len(positions), counting.calls / (1 if together else len(positions))
 
 

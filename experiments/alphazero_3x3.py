@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from agents import GreedyAgent, RandomAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.diagnostics import TablebaseEvaluation  # noqa: E402
-from agents.alphazero.mcts import SearchConfig  # noqa: E402
+from agents.alphazero.search import SearchConfig  # noqa: E402
 from agents.alphazero.train import Config, make_net, train, write_agent  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, machine, machine_text  # noqa: E402

@@ -26,9 +26,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, GameConfig, train, write_agent  # noqa: E402
-from agents.alphazero.mcts import MOVE_CHOICES, SearchConfig  # noqa: E402
-from agents.boardgame_judges import (ConnectFourAlphaBeta, ConnectFourSolver, choose_in_batches,  # noqa: E402
-                                     judged_sample, play_match, random_player, score_moves)
+from agents.alphazero.search import MOVE_CHOICES, SearchConfig  # noqa: E402
+from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
+from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver, judged_sample  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
 
@@ -51,21 +51,9 @@ def main(argv=None) -> int:
     parser.add_argument("--random-start-fraction", type=float, default=0.25,
                         help="share of self-play games that start after random moves (wider coverage)")
     parser.add_argument("--random-start-plies", type=int, default=6, help="such a game starts after 1 .. this many")
-    parser.add_argument("--window-start", type=int, default=0,
-                        help="> 0: train on KataGo's growing window of recent samples from this size; 0: the buffer")
-    parser.add_argument("--fast-simulations", type=int, default=0,
-                        help="> 0: playout cap randomisation, this many simulations for the moves not recorded")
-    parser.add_argument("--full-search-fraction", type=float, default=0.25,
-                        help="share of moves searched in full and recorded, with --fast-simulations")
-    parser.add_argument("--value-loss-weight", type=float, default=1.0,
-                        help="weight of the value loss (MSE) beside the policy loss (cross-entropy)")
     parser.add_argument("--buffer", type=int, default=60_000, help="replay buffer size in positions")
     parser.add_argument("--bf16-training", action=argparse.BooleanOptionalAction, default=True,
                         help="training steps under bf16 autocast where the CPU has native bf16 (weights stay float32)")
-    parser.add_argument("--average-positions", action="store_true",
-                        help="train on each distinct buffered position once, with its targets averaged")
-    parser.add_argument("--weight-average", type=float, default=0.0,
-                        help="> 0: the agent plays with a moving average of the weights of this decay per iteration")
     parser.add_argument("--eval-simulations", type=int, default=1600,
                         help="simulations per judged move (1,600 kept the value about 1 point more often than 400)")
     parser.add_argument("--eval-move-choice", default="lcb", choices=MOVE_CHOICES,
@@ -98,13 +86,10 @@ def main(argv=None) -> int:
         game="connect_four", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, temperature_plies=args.temperature_plies,
         random_start_fraction=args.random_start_fraction, random_start_plies=args.random_start_plies,
-        fast_simulations=args.fast_simulations, full_search_fraction=args.full_search_fraction,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=args.buffer,
-        window_start=args.window_start, average_positions=args.average_positions,
-        weight_average=args.weight_average, mixed_precision_training=args.bf16_training, batch_size=256,
-        value_loss_weight=args.value_loss_weight,
+        mixed_precision_training=args.bf16_training, batch_size=256,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads, workers=args.workers, ray_address=args.ray_address,
@@ -130,11 +115,6 @@ def main(argv=None) -> int:
     alpha_beta = ConnectFourAlphaBeta(args.depth, seed=args.seed)
     players = {"raw policy": raw.act_games, mcts_name: mcts.act_games,
                f"baseline: alpha-beta depth {args.depth}": alpha_beta, "baseline: random": random_player(args.seed)}
-    if "average_model" in state:  # the agent plays with the averaged weights; the last ones for comparison
-        for label, sims in (("raw policy", 0), (mcts_name, args.eval_simulations)):
-            last = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=sims, averaged=False,
-                                                           move_choice=args.eval_move_choice)
-            players[f"{label}, last weights"] = last.act_games
     scores = {}
     for label, choose in players.items():
         print(f"scoring {label} on {len(positions)} positions ...", flush=True)
@@ -176,8 +156,6 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     iters = [m["iteration"] for m in metrics]
     curves = {f"raw policy, value-preserving (solver-judged sample of {args.sample})":
               [m["score_policy_value_preserving"] for m in metrics]}
-    if config.weight_average > 0:
-        curves["the same, averaged weights"] = [m["average_score_policy_value_preserving"] for m in metrics]
     curves["value head, agreeing with the solver's value"] = [m.get("value_agreement", np.nan) for m in metrics]
     line_plot(os.path.join(out, "rates.png"), iters, curves, "iteration", "rate",
               "Connect Four: the raw network against the perfect solver")
@@ -216,17 +194,7 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     if config.overlap:
         selfplay_text += (f"; they overlapped the training, which waited {selfplay / 60:.1f} min for them (games"
                           " played with the weights of one iteration before)")
-    averaging = ""
-    if config.average_positions:
-        averaging += " Training drew from the buffer's distinct positions, each once, with its targets averaged."
-    if config.weight_average > 0:
-        averaging += (f" The agent plays with a moving average of the network's weights (decay"
-                      f" {config.weight_average} per iteration); rows marked \"last weights\" are the last"
-                      " trained ones.")
     searches = f"{config.search.simulations} simulations a move"
-    if config.fast_simulations > 0:
-        searches = (f"playout caps: {config.search.simulations} simulations on {config.full_search_fraction:.0%} of"
-                    f" the moves, which are the recorded ones, {config.fast_simulations} on the rest")
     value_text = ""
     if "value_agreement" in metrics[-1]:
         value_text = (f"\nThe value head, read as won above 1/3, lost below -1/3 and drawn between, agrees with the"
@@ -237,10 +205,10 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
 {len(metrics)} iterations of {config.games_per_iteration} self-play games ({searches},
 {config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves),
 {positions:,} training positions, a {config.blocks}-block, {config.channels}-channel residual network, the
-generic batched search (`agents/alphazero/generic_search.py`) over the board adapter of the PettingZoo game.
+batched tree search (`agents/alphazero/search.py`) over the board adapter of the PettingZoo game.
 Judged by the perfect solver bitbully on a seeded sample of {args.sample} positions from real games
 (alpha-beta depth 2 against itself with 30% random moves, mean {np.mean([g.moves for g in args.positions]):.1f}
-stones on the board); the solver only judges, it never trains.{averaging}
+stones on the board); the solver only judges, it never trains.
 
 | | value-preserving (sample) | win->draw | win->loss | draw->loss | target |
 |---|---|---|---|---|---|

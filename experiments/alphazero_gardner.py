@@ -9,7 +9,7 @@
 
 First (unless ``--pretrain-games 0`` or ``--init-from``) the network learns
 Fairy-Stockfish's moves and results from ``--pretrain-games`` engine games
-(``agents.games``, ``agents.supervised``), as seed 003 did: in our runs this
+(``agents.engine_games``, ``agents.supervised``), as seed 003 did: in our runs this
 start doubled the score against Fairy-Stockfish at 100 nodes for the same
 self-play (docs/alphazero.md). Then AlphaZero self-play. Every iteration the
 raw policy (no search) plays a quick match against the random player with
@@ -39,15 +39,14 @@ import torch  # noqa: E402
 
 from agents import MinimaxAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.mcts import MOVE_CHOICES  # noqa: E402
+from agents.alphazero.search import MOVE_CHOICES  # noqa: E402
 from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.devices import DEVICES, resolve_device  # noqa: E402
 from agents.ladder import Ladder, ladder_table, play_ladder  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
 from agents.reports import baseline_table, baselines, curves_plot, line_plot, markdown_table  # noqa: E402
-from agents.games import GenerationSettings, generate_games  # noqa: E402
-from agents.ratings import wilson_interval  # noqa: E402
+from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.runs import machine, machine_text, read_state  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
 
@@ -64,10 +63,6 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=48, help="per move in self-play and the short ladders")
     parser.add_argument("--blocks", type=int, default=3, help="residual blocks of the network")
     parser.add_argument("--channels", type=int, default=48, help="channels of the network")
-    parser.add_argument("--history", type=int, default=1,
-                        help="positions the network sees, the current one first (AlphaZero: 8)")
-    parser.add_argument("--last-move", action="store_true",
-                        help="two more input planes: the last move's from- and to-square")
     parser.add_argument("--eval-simulations", type=int, default=256,
                         help="per move of the final agent (its matches and the final ladder)")
     parser.add_argument("--eval-move-choice", default="lcb", choices=MOVE_CHOICES,
@@ -95,21 +90,8 @@ def main(argv=None) -> int:
                              "(default: constant)")
     parser.add_argument("--root", default="puct", choices=("puct", "gumbel"),
                         help="root search of self-play and the agent: PUCT or Gumbel AlphaZero")
-    parser.add_argument("--forced-playouts", type=float, default=0.0,
-                        help="KataGo's forced playouts and policy target pruning in self-play, k (KataGo: 2; 0: off)")
-    parser.add_argument("--fast-simulations", type=int, default=0,
-                        help="playout cap randomisation: simulations of the unrecorded moves (0: off)")
-    parser.add_argument("--full-search-fraction", type=float, default=0.25,
-                        help="share of moves searched in full under playout caps")
     parser.add_argument("--value-q-weight", type=float, default=0.0,
                         help="value target: (1 - w) * game result + w * the search's root value")
-    parser.add_argument("--resign-threshold", type=float, default=None,
-                        help="resign when the root value and the best move's value are below this, in (-1, 0) "
-                             "(AlphaGo Zero's v_resign; default: never resign)")
-    parser.add_argument("--resign-check-fraction", type=float, default=0.1,
-                        help="share of games that may not resign, played out to count false positives")
-    parser.add_argument("--window-start", type=int, default=0,
-                        help="train on KataGo's growing window of recent samples, starting this big (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2,
                         help="self-play worker processes, one per core (0: self-play in this process)")
@@ -130,16 +112,12 @@ def main(argv=None) -> int:
     iterations = args.iterations or (32 if args.hours is None else 1_000_000)
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
                             seed=args.seed, threads=args.threads, blocks=args.blocks, channels=args.channels,
-                            history=args.history, last_move=args.last_move, workers=args.workers, overlap=args.overlap,
+                            workers=args.workers, overlap=args.overlap,
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             final_learning_rate=args.final_learning_rate,
-                            window_start=args.window_start, fast_simulations=args.fast_simulations,
-                            full_search_fraction=args.full_search_fraction, value_q_weight=args.value_q_weight,
-                            resign_threshold=args.resign_threshold,
-                            resign_check_fraction=args.resign_check_fraction)
-    config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root,
-                                                                    forced_playouts=args.forced_playouts))
+                            value_q_weight=args.value_q_weight)
+    config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
         pretrained = pretrain(args, config)
@@ -230,15 +208,8 @@ def selfplay_text(config) -> str:
     parts = []
     if search.root == "gumbel":
         parts.append(f"Gumbel AlphaZero at the root ({search.gumbel_considered} moves considered)")
-    if search.forced_playouts > 0:
-        parts.append(f"forced playouts and policy target pruning (KataGo, k = {search.forced_playouts:g})")
-    if config.fast_simulations > 0:
-        parts.append(f"playout caps ({config.full_search_fraction:.0%} of moves searched in full and recorded, "
-                     f"the others with {config.fast_simulations} simulations)")
     if config.value_q_weight > 0:
         parts.append(f"value targets mixing the root value at weight {config.value_q_weight:g}")
-    if config.window_start > 0:
-        parts.append(f"a replay window growing from {config.window_start:,} samples")
     return " Self-play: " + "; ".join(parts) + "." if parts else ""
 
 
@@ -252,25 +223,6 @@ def engine_ladder() -> Ladder | None:
         print(f"no strength ladder: {exc}", flush=True)
         return None
     return Ladder.load("gardner")
-
-
-def resignation_text(config, metrics: list[dict]) -> str:
-    """A paragraph on self-play resignation and its measured false-positive rate; empty when it was off."""
-    if config.resign_threshold is None:
-        return ""
-    games = config.games_per_iteration * len(metrics)
-    resigned = sum(m["resigned_games"] for m in metrics)
-    checks = sum(m["resign_checks"] for m in metrics)
-    wrong = sum(m["resign_false_positives"] for m in metrics)
-    text = (f"\nResignation (AlphaGo Zero; Silver et al., 2017): the side to move resigned when its root value and its "
-            f"most visited move's value were both below {config.resign_threshold}; {resigned:,} of {games:,} "
-            f"self-play games ended so. In {config.resign_check_fraction:.0%} of the games resignation was off "
-            f"to check it: ")
-    if checks == 0:
-        return text + "in none of them did a side reach the threshold, so no false-positive rate was measured.\n"
-    lo, hi = wilson_interval(wrong, checks)
-    return text + (f"in {checks:,} of them a side would have resigned, and in {wrong:,} of those it did not lose: "
-                   f"a false-positive rate of {wrong / checks:.3f} [{lo:.3f}, {hi:.3f}] (Wilson 95%).\n")
 
 
 def write_report(args, config, pretrained, state, vs_random, head_to_head, final_ladder, baseline_rows,
@@ -370,7 +322,7 @@ Time: training {train_seconds / 60:.1f} min including the evaluations during tra
 {sum(m["train_s"] for m in metrics) / 60:.1f} min){pretrain_time}, final matches {final_seconds / 60:.1f} min, whole run
 {wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.device}
 ({resolve_device(config.device)}), self-play workers: {config.workers or "in process"}. {measured_on}
-{resignation_text(config, metrics)}
+
 ## Matches
 
 Against random: the environments' seeded random player, game i seeded 1,000,000 + i. Against minimax:

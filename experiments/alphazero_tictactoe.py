@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, GameConfig, train, write_agent  # noqa: E402
-from agents.alphazero.mcts import SearchConfig  # noqa: E402
-from agents.boardgame_judges import (choose_in_batches, play_match, random_player, score_moves,  # noqa: E402
-                                     solve_tictactoe)
+from agents.alphazero.search import SearchConfig  # noqa: E402
+from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
+from agents.games.tictactoe import solve_tictactoe  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, write_csv  # noqa: E402
 
@@ -155,8 +155,8 @@ def write_report(args, config, state, scores, value_match, matches, solve_second
 
 {len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
 move, {config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves), a
-{config.blocks}-block, {config.channels}-channel residual network, the generic batched search
-(`agents/alphazero/generic_search.py`) over the board adapter of the PettingZoo game. Judged by our exhaustive
+{config.blocks}-block, {config.channels}-channel residual network, the batched tree search
+(`agents/alphazero/search.py`) over the board adapter of the PettingZoo game. Judged by our exhaustive
 minimax (all 5,478 positions reachable from the empty board, solved in {solve_seconds:.2f} s) on
 **every** one of the {raw_all['positions']:,} positions where the game goes on.
 

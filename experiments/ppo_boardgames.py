@@ -93,8 +93,9 @@ def main(argv=None) -> int:
     import torch
 
     from agents import load
-    from agents.boardgame_judges import (ConnectFourAlphaBeta, choose_in_batches, judged_sample, play_match,
-                                         random_player, score_moves, solve_tictactoe)
+    from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves
+    from agents.games.connect_four import ConnectFourAlphaBeta, judged_sample
+    from agents.games.tictactoe import solve_tictactoe
     from agents.ppo import native
 
     args = parse_args(argv)
@@ -206,7 +207,7 @@ time counts every part). {measured_on}
 ```
 
 The trained agent: `agents.load("{os.path.join(out, 'agent')}")`; in PettingZoo's env
-`agent.act(obs["observation"], obs["action_mask"])`, on `agents.alphazero.game` games `agent(games)`.
+`agent.act(obs["observation"], obs["action_mask"])`, on `agents.games` games `agent(games)`.
 """
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)

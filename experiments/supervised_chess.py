@@ -5,7 +5,7 @@
     python experiments/supervised_chess.py --resume              # continue an interrupted run
     python experiments/supervised_chess.py --games 200 --epochs 2 --tournament-games 4
 
-1. Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``), or a PGN file
+1. Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.engine_games``), or a PGN file
    is imported (``minichess_envs.dataset.import_pgn``; its value target is the game result).
 2. The AlphaZero network learns the moves and results (``agents.supervised``), a checkpoint per epoch;
    where Stockfish says the side to move is winning, moves that draw at once are penalised
@@ -30,7 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 
 import torch  # noqa: E402
 
-from agents.games import GenerationSettings, generate_games  # noqa: E402
+from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.reports import generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402

@@ -4,7 +4,7 @@
     python experiments/supervised_gardner.py --resume        # continue an interrupted run (every stage resumes)
     python experiments/supervised_gardner.py --games 400 --epochs 2 --selfplay-iterations 1 --match-games 10
 
-1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.games``); in a
+1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.engine_games``); in a
    share of the games (``--random-opponent``) it plays a random mover instead, so the data shows how to
    finish off a weak defender (only the engine's moves are learnt).
 2. The AlphaZero network (4 residual blocks of 64 channels; ``--blocks``, ``--channels``) learns the engine's moves and the
@@ -41,7 +41,7 @@ from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.evaluation import versus_random  # noqa: E402
-from agents.games import GenerationSettings, generate_games  # noqa: E402
+from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402

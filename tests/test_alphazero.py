@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch", reason="AlphaZero needs torch: pip install 
 
 import agents  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.mcts import SearchConfig, UniformEvaluator, run_search  # noqa: E402
+from agents.alphazero.search import SearchConfig, UniformEvaluator, search  # noqa: E402
+from agents.games.chess import chess_games  # noqa: E402
 from agents.alphazero.train import Config, load_checkpoint, make_net, train, write_agent  # noqa: E402
 from agents.devices import resolve_device  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
@@ -40,8 +41,8 @@ def _mated_after(pos: Position, reply, plies: int) -> bool:
 def search_move(fen: str, variant: str, simulations: int, discount: float = 0.99) -> str:
     pos = Position(variant, fen)
     encoding = ObservationEncoding(variant, 1, False)
-    visits, _ = run_search([pos], UniformEvaluator(), SearchConfig(simulations=simulations, discount=discount),
-                           encoding)
+    visits = search(chess_games([pos], encoding), UniformEvaluator(),
+                    SearchConfig(simulations=simulations, discount=discount)).visits
     return pos.action_to_move(int(visits[0].argmax())).uci()
 
 
@@ -76,7 +77,7 @@ def test_search_never_loses_a_won_3x3_position(tmp_path):
     rows = rng.choice(won, size=300, replace=False)
     positions = [tb.position(int(i)) for i in rows]
     encoding = ObservationEncoding("3x3", 1, False)
-    visits, q = run_search(positions, UniformEvaluator(), SearchConfig(simulations=300), encoding)
+    visits = search(chess_games(positions, encoding), UniformEvaluator(), SearchConfig(simulations=300)).visits
     kept = 0
     for i, pos, v in zip(rows, positions, visits):
         move = pos.action_to_move(int(v.argmax()))
@@ -303,23 +304,6 @@ def test_an_hour_budget_counts_the_progress_bar_in_seconds_of_training(tmp_path,
     assert "1/1 [" in capsys.readouterr().err
 
 
-def test_replay_window_grows_as_katago_s_formula_and_sampling_stays_inside_it():
-    from agents.alphazero.selfplay import ReplayBuffer, Samples, replay_window
-
-    assert replay_window(1_000, 20_000) == 20_000
-    # KataGo: c (1 + beta ((N / c)^alpha - 1) / alpha); c = 20k, N = 320k: (N / c)^0.75 = 16^0.75 = 8,
-    # so 20k * (1 + 0.4 * 7 / 0.75) = 94,666.67
-    assert replay_window(320_000, 20_000) == 94_666
-    buffer = ReplayBuffer(10, (1,), 2)
-    for start in range(0, 25, 5):  # values 0..24 added in order; the ring holds 15..24
-        values = np.arange(start, start + 5, dtype=np.float32)
-        buffer.add(Samples(np.zeros((5, 1), np.float16), np.ones((5, 2), np.int8), np.full((5, 2), 0.5, np.float32),
-                           values))
-    rng = np.random.default_rng(0)
-    assert set(buffer.sample(2_000, rng, window=3).values) == {22.0, 23.0, 24.0}
-    assert set(buffer.sample(2_000, rng).values) == set(np.arange(15, 25, dtype=np.float32))
-
-
 def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_dense_format():
     from agents.alphazero.selfplay import ReplayBuffer, play_games
 
@@ -345,23 +329,18 @@ def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_
         buffer.state()
 
 
-def test_playout_caps_record_only_full_searches_and_q_weight_mixes_the_root_value():
+def test_every_move_is_a_sample_and_q_weight_mixes_the_root_value():
     from agents.alphazero.selfplay import play_games
 
     encoding = ObservationEncoding("3x3")
-    search = SearchConfig(simulations=16, leaves_per_tree=2)
+    config = SearchConfig(simulations=16, leaves_per_tree=2)
     starts = [Position("3x3") for _ in range(6)]
 
     def run(**options):
-        return play_games(starts, UniformEvaluator(), search, encoding, np.random.default_rng(0), 2, 20, **options)
+        return play_games(starts, UniformEvaluator(), config, encoding, np.random.default_rng(0), 2, 20, **options)
 
-    none, records = run(fast_simulations=4, full_search_fraction=0.0)
-    assert len(none) == 0 and sum(r.plies for r in records) > 0  # games played, nothing recorded
-    every, records = run(fast_simulations=4, full_search_fraction=1.0)
-    assert len(every) == sum(r.plies for r in records)
-    some, records = run(fast_simulations=4, full_search_fraction=0.5)
-    assert 0 < len(some) < sum(r.plies for r in records)
-    results, _ = run()
+    results, records = run()
+    assert len(results) == sum(r.plies for r in records) > 0
     mixed, _ = run(value_q_weight=1.0)
     assert set(np.unique(results.values)) <= {-1.0, 0.0, 1.0}
     assert np.all(np.abs(mixed.values) <= 1.0) and not set(np.unique(mixed.values)) <= {-1.0, 0.0, 1.0}
@@ -377,18 +356,6 @@ def test_the_gardner_settings_take_any_change_and_keep_the_rest():
     assert wider.search == default.search and wider.buffer_size == default.buffer_size
 
 
-class WhiteIsLost:
-    """Uniform priors and a value that says White has lost every position (-1 with White to move, +1
-    with Black): searches from White's side fall below any resign threshold, Black's never do."""
-
-    def __init__(self, encoding: ObservationEncoding):
-        self.black_to_move = encoding.channel_names().index("black to move")
-
-    def __call__(self, observations, masks, keys):
-        priors = masks.astype(np.float32) / np.maximum(masks.sum(1, keepdims=True), 1)
-        return priors, np.where(observations[:, 0, 0, self.black_to_move] > 0.5, 1.0, -1.0).astype(np.float32)
-
-
 def _replayed(record) -> list[Position]:
     """Every position of a self-play record, its start first, by replaying its moves."""
     game = Position(record.variant, record.start_fen)
@@ -399,122 +366,7 @@ def _replayed(record) -> list[Position]:
     return positions
 
 
-def test_resigning_games_end_at_once_and_verification_games_count_false_positives():
-    from agents.alphazero.selfplay import SelfPlayStats, play_games
-
-    encoding = ObservationEncoding("gardner", 1, False)
-    search = SearchConfig(simulations=16, leaves_per_tree=2)
-    after_one_move = []
-    for move in list(Position("gardner").legal_moves)[:6]:
-        game = Position("gardner")
-        game.push(move)
-        after_one_move += [game, game.copy()]
-    starts = [Position("gardner") for _ in range(12)] + after_one_move  # White to move, then Black
-
-    def play(fraction, q_weight=0.0):
-        stats = SelfPlayStats()
-        samples, records = play_games(starts, WhiteIsLost(encoding), search, encoding, np.random.default_rng(0), 2,
-                                      100, value_q_weight=q_weight, resign_threshold=-0.5,
-                                      resign_check_fraction=fraction, stats=stats)
-        return samples, records, stats
-
-    # every game may resign: White gives up at its first search, at once or after Black's first move
-    samples, records, stats = play(0.0)
-    assert [(r.result, r.termination, r.plies) for r in records] == \
-        [("0-1", "resignation", 0)] * 12 + [("0-1", "resignation", 1)] * 12
-    assert (stats.games, stats.plies, stats.resigned, stats.resign_checks) == (24, 12, 24, 0)
-    # a sample for every position searched, the resigning one included: Black won, White lost
-    positions = [p for r in records for p in _replayed(r)]
-    assert np.array_equal(samples.observations, np.stack([encoding.encode(p) for p in positions]).astype(np.float16))
-    assert list(samples.values) == [1.0 if p.turn == 1 else -1.0 for p in positions]
-    mixed, _, _ = play(0.0, q_weight=0.5)  # White's root value was below the threshold where it resigned
-    white = np.array([p.turn == 0 for p in positions])
-    assert np.all(mixed.values[white] < 0.5 * -1.0 + 0.5 * -0.5) and np.all(mixed.values[~white] <= 1.0)
-
-    # half the games may not resign: they are played to their real end
-    samples, records, stats = play(0.5)
-    verified = [r for r in records if r.termination != "resignation"]
-    resigned = [r for r in records if r.termination == "resignation"]
-    assert 0 < len(verified) < len(records) and len(resigned) == stats.resigned
-    assert all(r.result == "0-1" and r.plies == (0 if r.start_fen == starts[0].fen() else 1) for r in resigned)
-    first_ply = {start.fen(): start.ply for start in starts}
-    for record in verified:
-        outcome = _replayed(record)[-1].outcome()
-        if outcome is None:  # stopped at the ply limit, counted from the starts' own plies
-            assert (first_ply[record.start_fen] + record.plies, record.result) == (100, "1/2-1/2")
-        else:
-            assert (record.result, record.termination) == (outcome.result(), termination_of(outcome))
-    # White is the first side below the threshold in every verification game in which it had a move to search
-    white_searched = [r for r in verified if any(p.turn == 0 for p in _replayed(r)[:-1])]
-    assert stats.resign_checks == len(white_searched) > 0
-    assert stats.resign_false_positives == sum(r.result != "0-1" for r in white_searched)
-    assert 0 < stats.resign_false_positives < stats.resign_checks  # both kinds occur here
-    assert stats.plies == sum(r.plies for r in records) and len(samples) == stats.plies + stats.resigned
-
-
 def termination_of(outcome) -> str:
     return outcome.termination.name.lower().replace("_", " ")
 
 
-def test_resignation_off_plays_exactly_the_same_games():
-    from agents.alphazero.selfplay import SelfPlayStats, play_games
-
-    encoding = ObservationEncoding("3x3")
-    search = SearchConfig(simulations=16, leaves_per_tree=2)
-    starts = [Position("3x3") for _ in range(8)]
-    options = {"fast_simulations": 4, "full_search_fraction": 0.5, "value_q_weight": 0.25}
-    before_rng, off_rng = np.random.default_rng(5), np.random.default_rng(5)
-    before, before_records = play_games(starts, UniformEvaluator(), search, encoding, before_rng, 2, 30, **options)
-    stats = SelfPlayStats()
-    off, off_records = play_games(starts, UniformEvaluator(), search, encoding, off_rng, 2, 30, **options,
-                                  resign_threshold=None, resign_check_fraction=0.5, stats=stats)
-    for name in ("observations", "masks", "policies", "values"):
-        assert np.array_equal(getattr(before, name), getattr(off, name)), name
-    assert before_records == off_records
-    assert before_rng.bit_generator.state == off_rng.bit_generator.state  # no random number drawn for it
-    assert (stats.resigned, stats.resign_checks, stats.resign_false_positives) == (0, 0, 0)
-    assert (stats.games, stats.plies) == (8, sum(r.plies for r in off_records))
-
-
-@pytest.mark.parametrize("setting, value", [("resign_threshold", 0.0), ("resign_threshold", -1.0),
-                                            ("resign_threshold", 0.5), ("resign_threshold", float("nan")),
-                                            ("resign_check_fraction", -0.1), ("resign_check_fraction", 1.5)])
-def test_invalid_resign_settings_are_refused_naming_the_setting(tmp_path, setting, value):
-    from agents.alphazero.selfplay import play_games
-
-    settings = {"resign_threshold": -0.9, "resign_check_fraction": 0.1, setting: value}
-    with pytest.raises(ValueError, match=setting):
-        play_games([Position("3x3")], UniformEvaluator(), SearchConfig(simulations=4), ObservationEncoding("3x3"),
-                   np.random.default_rng(0), **settings)
-    with pytest.raises(ValueError, match=setting):
-        Config(**settings)
-    with pytest.raises(ValueError, match=setting):  # a field set after the config was made
-        train(tiny_config(tmp_path, **settings), verbose=False)
-    assert not os.path.exists(tmp_path / "checkpoint")
-
-
-def test_training_with_resignation_reports_it_and_resumes_by_the_usual_rules(tmp_path):
-    from agents.runs import checkpoint_dir, load_tensors, read_state, save_checkpoint
-
-    config = tiny_config(tmp_path / "on", iterations=1, resign_threshold=-0.05, resign_check_fraction=0.5)
-    state = train(config, verbose=False)
-    row = state["metrics"][0]
-    assert 0 <= row["resign_false_positives"] <= row["resign_checks"]
-    assert row["resigned_games"] + row["resign_checks"] <= config.games_per_iteration
-    assert row["samples"] == row["selfplay_plies"] + row["resigned_games"]  # a resigning position is searched too
-    header = open(tmp_path / "on" / "metrics.csv").readline().strip().split(",")
-    assert {"resigned_games", "resign_checks", "resign_false_positives", "selfplay_plies"} <= set(header)
-    with pytest.raises(ValueError, match="other settings"):
-        train(tiny_config(tmp_path / "on", iterations=2, resign_threshold=-0.2, resign_check_fraction=0.5),
-              resume=True, verbose=False)
-
-    # a checkpoint written before the resign settings existed resumes with them off
-    train(tiny_config(tmp_path / "old", iterations=1), verbose=False)
-    found = checkpoint_dir(str(tmp_path / "old"))
-    saved = read_state(found)
-    for name in ("resign_threshold", "resign_check_fraction"):
-        del saved.settings[name]
-    save_checkpoint(str(tmp_path / "old"), saved, load_tensors(found))
-    resumed = train(tiny_config(tmp_path / "old", iterations=2), resume=True, verbose=False)
-    assert resumed["iteration"] == 2 and resumed["config"]["resign_threshold"] is None
-    assert resumed["metrics"][1]["resigned_games"] == 0

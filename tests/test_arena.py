@@ -274,7 +274,7 @@ def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
 
 def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, capsys, monkeypatch):
     pytest.importorskip("torch", reason="the trained agent is an AlphaZero network: needs torch")
-    from agents.alphazero.mcts import SearchConfig
+    from agents.alphazero.search import SearchConfig
     from agents.alphazero.train import Config, train, write_agent
 
     from experiments import leaderboard

@@ -14,8 +14,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="PPO needs torch: pip install -e '.[agents]'")
 
 import agents  # noqa: E402
-from agents.alphazero.game import GAMES, new_game  # noqa: E402
-from agents.boardgame_judges import play_match, random_player, score_moves, solve_tictactoe  # noqa: E402
+from agents.games import BOARD_GAMES as GAMES  # noqa: E402
+from agents.games import new_game  # noqa: E402
+from agents.boardgame_judges import play_match, random_player, score_moves  # noqa: E402
+from agents.games.tictactoe import solve_tictactoe  # noqa: E402
 from agents.boardgame_ppo import BoardGamePPOAgent, BoardGameVectorEnv, net_config_for  # noqa: E402
 from agents.ppo import native  # noqa: E402
 from agents.ppo.common import PPOSettings, train_loop  # noqa: E402
@@ -185,7 +187,7 @@ def test_the_saved_agent_loads_without_pickle_and_plays_legal_moves(tmp_path):
     assert isinstance(agent, BoardGamePPOAgent) and agent.net.config.policy_head == "linear"
     # in PettingZoo's own env, from its observations
     pytest.importorskip("pettingzoo")
-    from agents.alphazero.game import pettingzoo_env
+    from agents.games import pettingzoo_env
 
     env = pettingzoo_env("connect_four")
     for _ in range(42):

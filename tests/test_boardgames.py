@@ -1,4 +1,4 @@
-"""AlphaZero on PettingZoo board games: the game adapters, the generic search, the judges, training."""
+"""AlphaZero on PettingZoo board games: the games, the one search over them, the judges, training."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.game import AECGame, ChessGame, ConnectFour, TicTacToe, pettingzoo_env, play
-from agents.alphazero.generic_search import run_game_search
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, UniformEvaluator, run_search
 from agents.alphazero.network import NetConfig, PolicyValueNet
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, UniformEvaluator, search
+from agents.games import ChessGame, ConnectFour, Game, TicTacToe, pettingzoo_env, play
+from minichess_envs import _core
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import Position
 
-# -- one search algorithm: the generic Python search equals the C search -------------
+# -- one tree: a game kept in Python expands as the engine expands it in C ----------
 
 
 def _positions(variant: str, plies: int, seed: int) -> list[Position]:
@@ -30,14 +30,25 @@ def _positions(variant: str, plies: int, seed: int) -> list[Position]:
     return out
 
 
+class PythonChess(ChessGame):
+    """A chess game that the tree keeps as a Python object, expanded through its Game methods."""
+
+    def copy(self):
+        return PythonChess(self.position.copy(), self.encoding, self.ply_limit)
+
+    tree_root = Game.tree_root
+
+
 @pytest.mark.parametrize("variant, settings, noise_seed", [
     ("3x3", dict(simulations=48, leaves_per_tree=4), 7),
     ("3x3", dict(simulations=48, leaves_per_tree=1, fpu=-0.5, discount=0.9, c_puct=2.5), None),
-    ("gardner", dict(simulations=32, leaves_per_tree=8), 3),
+    ("gardner", dict(simulations=32, leaves_per_tree=8, move_choice="lcb"), 3),
+    ("gardner", dict(simulations=32, leaves_per_tree=4, root="gumbel"), 5),
 ])
-def test_generic_search_gives_the_c_search_visit_counts_on_chess(variant, settings, noise_seed):
-    """Same network, noise and settings: identical visit counts and Q values (float32, bit for bit),
-    virtual-loss batches included, since both trees select, wait and back up in the same order."""
+def test_a_game_kept_in_python_is_searched_as_the_engine_searches_it(variant, settings, noise_seed):
+    """The tree over chess positions played in C, and over the same positions as Python games (legal
+    actions, outcomes, observations and keys from the Game methods): the same visits, Q values, targets
+    and moves, bit for bit, noise and virtual-loss batches included."""
     encoding = ObservationEncoding(variant, 1, False)
     torch.manual_seed(0)
     net = PolicyValueNet(NetConfig(*encoding.shape, encoding.variant.num_actions, blocks=1, channels=8,
@@ -48,33 +59,47 @@ def test_generic_search_gives_the_c_search_visit_counts_on_chess(variant, settin
     def rng():
         return None if noise_seed is None else np.random.default_rng(noise_seed)
 
-    c_visits, c_q = run_search(positions, NetworkEvaluator(net), config, encoding, rng=rng())
-    py_visits, py_q = run_game_search([ChessGame(p, encoding) for p in positions], NetworkEvaluator(net), config,
-                                      rng=rng())
+    c = search([ChessGame(p, encoding) for p in positions], NetworkEvaluator(net), config, rng=rng())
+    py = search([PythonChess(p, encoding) for p in positions], NetworkEvaluator(net), config, rng=rng())
     # the first simulation expands the root; the children hold all the others
-    assert c_visits.sum(1).tolist() == [config.simulations - 1] * len(positions)
-    np.testing.assert_array_equal(py_visits, c_visits)
-    np.testing.assert_array_equal(py_q, c_q)
-    assert (c_visits > 0).sum() > len(positions)  # the search spread its visits: the comparison is not trivial
+    assert c.visits.sum(1).tolist() == [config.simulations - 1] * len(positions)
+    for name in ("visits", "q", "policy", "actions", "priors", "value_squares"):
+        np.testing.assert_array_equal(getattr(py, name), getattr(c, name), err_msg=name)
+    assert (c.visits > 0).sum() > len(positions)  # the search spread its visits: the comparison is not trivial
 
 
-def test_generic_search_rejects_misuse():
-    from agents.alphazero.generic_search import GameSearch
-
-    search = GameSearch(2, 7, (6, 7, 2))
-    with pytest.raises(ValueError, match="the game is over"):
-        search.set_root(0, play(ConnectFour, [0, 1, 0, 1, 0, 1, 0]))
-    search.set_root(0, ConnectFour())
-    observations, masks, keys = search.select(4, 10)
-    assert len(observations) == 1 and masks[0].tolist() == [1] * 7  # the root waits: one leaf this round
-    with pytest.raises(RuntimeError, match="select called twice"):
-        search.select(4, 10)
-    with pytest.raises(RuntimeError, match="set_root between select and backup"):
-        search.set_root(1, ConnectFour())
-    with pytest.raises(ValueError, match="backup needs 1 priors"):
-        search.backup(np.zeros((2, 7), np.float32), np.zeros(2, np.float32))
+def test_the_tree_refuses_misuse_and_bad_games():
+    with pytest.raises(ValueError, match="game 0 is over"):
+        search([play(ConnectFour, [0, 1, 0, 1, 0, 1, 0])], UniformEvaluator(), SearchConfig())
     with pytest.raises(ValueError, match="at least one game"):
-        run_game_search([], UniformEvaluator(), SearchConfig())
+        search([], UniformEvaluator(), SearchConfig())
+    with pytest.raises(ValueError, match="num_actions"):
+        _core.Search(None, 2)
+
+    def leaf(parent, action):
+        return parent, None, [0, 9], np.zeros(84, np.float32), 1
+
+    tree = _core.Search(None, 2, num_actions=7, observation_size=84, leaf=leaf)
+    tree.set_root(0, ConnectFour())
+    out = (np.zeros((8, 84), np.float32), np.zeros((8, 7), np.int8), np.zeros(8, np.uint64))
+    with pytest.raises(ValueError, match="legal action 9 is out of"):
+        tree.select(4, 10, *out)
+    for bad, message in (((1, None, [0], None), "leaf must return"),
+                         ((None, 2.0, None, None, None), "value must be in"),
+                         ((None, None, [0], np.zeros(3, np.float32), 1), "observation must be 84 float32"),
+                         ((None, None, [], None, None), "1 to 7 legal actions")):
+        tree = _core.Search(None, 1, num_actions=7, observation_size=84, leaf=lambda p, a, bad=bad: bad)
+        tree.set_root(0, ConnectFour())
+        with pytest.raises((TypeError, ValueError), match=message):
+            tree.select(1, 10, *out)
+    tree = _core.Search(None, 2, num_actions=7, observation_size=84,
+                        leaf=lambda p, a: (p, None, [0, 1], np.zeros(84, np.float32), 1))
+    tree.set_root(0, ConnectFour())
+    assert tree.select(4, 10, *out) == 1  # the root waits: one leaf this round
+    with pytest.raises(RuntimeError, match="select called twice"):
+        tree.select(4, 10, *out)
+    with pytest.raises(RuntimeError, match="set_root between select and backup"):
+        tree.set_root(1, ConnectFour())
 
 
 # -- the adapters play PettingZoo's games exactly ---------------------------------
@@ -91,25 +116,21 @@ def test_board_adapters_match_pettingzoo_on_random_games(name, cls):
     for _ in range(60 if name == "tictactoe" else 25):
         env = pettingzoo_env(name)
         ours = cls()
-        generic = AECGame(pettingzoo_env(name))
         while True:
             agent = env.agent_selection
             observed = env.observe(agent)
             over = any(env.terminations.values())
-            assert ours.is_over() == over == generic.is_over()
-            assert env.possible_agents.index(agent) == ours.to_play() == generic.to_play()
+            assert ours.is_over() == over
+            assert env.possible_agents.index(agent) == ours.to_play()
             np.testing.assert_array_equal(ours.observation(), observed["observation"].astype(np.float32))
-            np.testing.assert_array_equal(generic.observation(), observed["observation"].astype(np.float32))
             if over:
-                assert ours.winner() == _winner_from_rewards(env) == generic.winner()
+                assert ours.winner() == _winner_from_rewards(env)
                 assert ours.legal_actions() == [] and not ours.legal_mask().any()
                 break
             np.testing.assert_array_equal(ours.legal_mask(), observed["action_mask"])
-            np.testing.assert_array_equal(generic.legal_mask(), observed["action_mask"])
             action = int(rng.choice(np.flatnonzero(observed["action_mask"])))
             env.step(action)
             ours.step(action)
-            generic.step(action)
 
 
 def test_board_adapters_copy_independently_and_reject_illegal_actions():
@@ -138,24 +159,18 @@ def test_search_takes_the_win_in_one_and_blocks_the_loss_in_connect_four():
     win = play(ConnectFour, [3, 0, 3, 0, 3, 0])
     # O to move; X holds columns 1, 2 and 4 of the bottom row: only column 3 stops the win
     block = play(ConnectFour, [1, 1, 2, 2, 4])
-    visits, q = run_game_search([win, block], UniformEvaluator(), config)
-    assert int(visits[0].argmax()) == 3 and q[0, 3] > 0.98
-    assert int(visits[1].argmax()) == 3
-    # the same with the generic PettingZoo adapter (deepcopy of the real env)
-    env = pettingzoo_env("connect_four")
-    for a in [3, 0, 3, 0, 3, 0]:
-        env.step(a)
-    visits, _ = run_game_search([AECGame(env)], UniformEvaluator(), SearchConfig(simulations=50))
-    assert int(visits[0].argmax()) == 3
+    result = search([win, block], UniformEvaluator(), config)
+    assert int(result.visits[0].argmax()) == 3 and result.q[0, 3] > 0.98
+    assert int(result.visits[1].argmax()) == 3
 
 
 def test_search_in_tictactoe_blocks_and_takes_the_win_in_one():
     game = play(TicTacToe, [4, 0, 8, 2])  # X holds 4 and 8, O holds 0 and 2 and threatens 1: X must block at 1
-    visits, _ = run_game_search([game], UniformEvaluator(), SearchConfig(simulations=400))
+    visits = search([game], UniformEvaluator(), SearchConfig(simulations=400)).visits
     assert int(visits[0].argmax()) == 1
     game = play(TicTacToe, [0, 3, 1, 4])  # X: 0, 1 -> X wins at 2
-    visits, q = run_game_search([game], UniformEvaluator(), SearchConfig(simulations=100))
-    assert int(visits[0].argmax()) == 2 and q[0, 2] > 0.98
+    result = search([game], UniformEvaluator(), SearchConfig(simulations=100))
+    assert int(result.visits[0].argmax()) == 2 and result.q[0, 2] > 0.98
 
 
 def test_board_games_rebuild_from_pettingzoo_observations():
@@ -175,7 +190,7 @@ def test_board_games_rebuild_from_pettingzoo_observations():
 
 
 def test_tictactoe_solver_knows_the_game():
-    from agents.boardgame_judges import solve_tictactoe
+    from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()
     assert len(table.values) == 5478  # positions reachable from the empty board, finished ones included
@@ -191,7 +206,8 @@ def test_tictactoe_solver_knows_the_game():
 
 
 def test_move_scoring_counts_blunders():
-    from agents.boardgame_judges import score_moves, solve_tictactoe
+    from agents.boardgame_judges import score_moves
+    from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()
     win = play(TicTacToe, [0, 3, 1, 4])  # X wins at 2; at 8 it lets O complete 3-4-5
@@ -206,7 +222,7 @@ def test_move_scoring_counts_blunders():
 
 def test_bitbully_judge_agrees_with_our_alpha_beta_on_shallow_positions():
     pytest.importorskip("bitbully")
-    from agents.boardgame_judges import ConnectFourSolver, alpha_beta_values
+    from agents.games.connect_four import ConnectFourSolver, alpha_beta_values
 
     solver = ConnectFourSolver()
     rng = np.random.default_rng(5)
@@ -232,7 +248,7 @@ def test_bitbully_judge_agrees_with_our_alpha_beta_on_shallow_positions():
 
 
 def test_alpha_beta_takes_and_blocks_wins():
-    from agents.boardgame_judges import ConnectFourAlphaBeta
+    from agents.games.connect_four import ConnectFourAlphaBeta
 
     player = ConnectFourAlphaBeta(depth=2)
     assert player.choose(play(ConnectFour, [3, 0, 3, 0, 3, 0])) == 3
@@ -266,19 +282,16 @@ def _tiny(run_dir, **changes):
     return dataclasses.replace(config, **changes)
 
 
-@pytest.mark.parametrize("changes", [{}, {"average_positions": True, "weight_average": 0.5}])
-def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path, changes):
+def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
     from agents.alphazero.boardgames import train
 
+    changes = {}
     straight = train(_tiny(tmp_path / "a", **changes), verbose=False)
     train(_tiny(tmp_path / "b", iterations=1, **changes), verbose=False)
     resumed = train(_tiny(tmp_path / "b", **changes), resume=True, verbose=False)
     assert resumed["iteration"] == 3
     for name, tensor in straight["model"].items():
         assert torch.equal(tensor, resumed["model"][name]), name
-    assert ("average_model" in resumed) == bool(changes)
-    for name, tensor in straight.get("average_model", {}).items():
-        assert torch.equal(tensor, resumed["average_model"][name]), name
     assert [m["samples"] for m in resumed["metrics"]] == [m["samples"] for m in straight["metrics"]]
     assert len(open(tmp_path / "b" / "metrics.csv").read().strip().splitlines()) == 4
     with pytest.raises(ValueError, match="resume"):
@@ -332,7 +345,7 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
     import signal
 
     from agents.alphazero.boardgames import BoardGameSelfPlayer, GameConfig, make_net
-    from agents.alphazero.game import TicTacToe
+    from agents.games import TicTacToe
     from agents.alphazero.train import Config
     from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
 
@@ -359,50 +372,6 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
                  lambda: GameConfig(overlap=True), lambda: Config(workers=0, overlap=True)):
         with pytest.raises(ValueError, match="workers|ray_address"):
             make()
-
-
-def test_position_averaging_keeps_each_position_once_with_its_mean_targets():
-    from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
-
-    rng = np.random.default_rng(0)
-    games = [play(ConnectFour, list(rng.integers(0, 7, size=n))) for n in (0, 1, 2, 3, 5, 8)]
-    picks = rng.integers(0, len(games), size=200)  # positions repeated, in random order
-    policies = rng.dirichlet(np.ones(7), size=200).astype(np.float32)
-    values = rng.choice([-1.0, 0.0, 1.0], size=200).astype(np.float32)
-    samples = Samples(np.stack([games[i].observation() for i in picks]).astype(np.float16),
-                      np.stack([games[i].legal_mask() for i in picks]), policies, values)
-    buffer = ReplayBuffer(256, samples.observations.shape[1:], 7)
-    buffer.add(samples)
-    averaged = averaged_positions(buffer.held())
-    assert len(averaged) == len(set(picks.tolist())) == len(games)
-    for j in range(len(averaged)):
-        i = next(i for i, g in enumerate(games) if np.array_equal(g.observation(), averaged.observations[j]))
-        same = picks == i
-        assert np.allclose(averaged.policies[j], policies[same].mean(0), atol=1e-6)
-        assert averaged.values[j] == pytest.approx(values[same].mean(), abs=1e-6)
-        assert np.array_equal(averaged.masks[j], games[i].legal_mask())
-    assert ReplayBuffer.of(averaged).size == len(averaged)
-
-
-def test_weight_average_is_the_moving_average_of_the_weights():
-    from agents.alphazero.boardgames import GameConfig, average_weights
-
-    net = PolicyValueNet(NetConfig(3, 3, 2, 9, blocks=1, channels=4, policy_channels=2))
-    first = average_weights(None, net, 0.75)
-    before = {k: v.clone() for k, v in net.state_dict().items()}
-    with torch.no_grad():
-        for p in net.parameters():
-            p.add_(1.0)
-    second = average_weights(first, net, 0.75)
-    for name, tensor in net.state_dict().items():
-        if tensor.is_floating_point():
-            assert torch.allclose(second[name], 0.75 * before[name] + 0.25 * tensor), name
-        else:
-            assert torch.equal(second[name], tensor), name
-    with pytest.raises(ValueError, match="weight_average"):
-        GameConfig(weight_average=1.0)
-    with pytest.raises(ValueError, match="window_start"):
-        GameConfig(average_positions=True, window_start=1000)
 
 
 def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
@@ -471,7 +440,7 @@ def test_maskable_ppo_learns_tictactoe(opponent):
 def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value():
     from agents.alphazero.boardgames import symmetric_samples, symmetry_maps
     from agents.alphazero.selfplay import Samples
-    from agents.boardgame_judges import solve_tictactoe
+    from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()
     rng = np.random.default_rng(0)
@@ -510,7 +479,8 @@ def test_value_target_mixes_the_result_with_the_search_value():
     config = SearchConfig(simulations=64, leaves_per_tree=1, dirichlet_epsilon=0.0)
     only_result, results = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0)
     assert results[0].actions == (2,) and only_result.values.tolist() == [1.0]
-    visits, q = run_game_search([start], UniformEvaluator(), config)
+    result = search([start], UniformEvaluator(), config)
+    visits, q = result.visits, result.q
     searched = float((visits[0] / visits[0].sum()) @ q[0])
     assert 0.5 < searched < 1.0
     mixed, _ = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0, value_target_q=0.25)
@@ -522,27 +492,6 @@ def test_value_target_mixes_the_result_with_the_search_value():
     assert results[0].actions == (2,)
     assert np.allclose(sharp.policies[0], visits[0] ** 2 / (visits[0] ** 2).sum())
     assert sharp.policies[0, 2] > only_result.policies[0, 2]
-
-
-def test_board_game_playout_caps_record_only_full_searches():
-    from agents.alphazero.boardgames import play_games
-
-    starts = [TicTacToe() for _ in range(6)]
-    search = SearchConfig(simulations=16, leaves_per_tree=2)
-
-    def run(**options):
-        return play_games(starts, UniformEvaluator(), search, np.random.default_rng(0), 2, **options)
-
-    none, results = run(fast_simulations=4, full_search_fraction=0.0)
-    assert len(none) == 0 and all(len(r.actions) >= 5 for r in results)  # games played, nothing recorded
-    every, results = run(fast_simulations=4, full_search_fraction=1.0)
-    assert len(every) == sum(len(r.actions) for r in results)
-    some, results = run(fast_simulations=4, full_search_fraction=0.5)
-    assert 0 < len(some) < sum(len(r.actions) for r in results)
-    # a recorded move's target comes from the full search: with uniform priors its 16 visits leave no
-    # legal move of the empty board unvisited, where a 4-visit search would
-    first = some.observations.reshape(len(some), -1).sum(1) == 0
-    assert first.any() and np.all((some.policies[first] > 0).sum(1) == 9)
 
 
 def _random_connect_four_samples(count: int):
@@ -568,7 +517,9 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
         torch.manual_seed(0)
         net = PolicyValueNet(NetConfig(6, 7, 2, 7, blocks=1, channels=16, policy_channels=2))
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
-        losses[bf16] = train_steps(net, optimizer, ReplayBuffer.of(samples), 1, config, np.random.default_rng(1),
+        buffer = ReplayBuffer(len(samples), samples.observations.shape[1:], 7)
+        buffer.add(samples)
+        losses[bf16] = train_steps(net, optimizer, buffer, 1, config, np.random.default_rng(1),
                                    None, mixed_precision=bf16)
         assert all(p.dtype == torch.float32 for p in net.parameters())
     for name in ("policy_loss", "value_loss"):
@@ -576,29 +527,4 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
     if cpu_has_native_bf16():  # autocast engaged: bf16 arithmetic rounds differently
         assert losses[True] != losses[False]
 
-
-def test_value_loss_weight_scales_only_the_value_heads_gradient():
-    from agents.alphazero.boardgames import GameConfig
-    from agents.alphazero.selfplay import ReplayBuffer
-    from agents.alphazero.train import Config, train_steps
-
-    samples = _random_connect_four_samples(64)
-    steps = {}
-    for weight in (1.0, 3.0):
-        torch.manual_seed(0)
-        net = PolicyValueNet(NetConfig(6, 7, 2, 7, blocks=1, channels=8, policy_channels=2))
-        before = {k: v.clone() for k, v in net.state_dict().items()}
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)  # plain SGD: the step is lr times the gradient
-        train_steps(net, optimizer, ReplayBuffer.of(samples), 1, _tiny("unused", batch_size=32, value_loss_weight=weight),
-                    np.random.default_rng(1), None)
-        steps[weight] = {k: v - before[k] for k, v in net.state_dict().items() if v.is_floating_point()}
-    value_out, policy_out = "value_head.6.weight", "policy_head.4.weight"  # the heads' last layers
-    assert torch.allclose(steps[3.0][value_out], 3 * steps[1.0][value_out], rtol=1e-4, atol=1e-7)
-    assert steps[1.0][value_out].abs().max() > 0
-    assert torch.allclose(steps[3.0][policy_out], steps[1.0][policy_out])  # the policy loss alone reaches it
-    for bad in (0.0, -1.0, True, "2"):
-        with pytest.raises(ValueError, match="value_loss_weight"):
-            GameConfig(value_loss_weight=bad)
-        with pytest.raises(ValueError, match="value_loss_weight"):
-            Config(value_loss_weight=bad)
 

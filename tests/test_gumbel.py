@@ -13,7 +13,8 @@ pytest.importorskip("torch", reason="AlphaZero needs torch: pip install -e '.[ag
 
 import agents  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.mcts import SearchConfig, UniformEvaluator, search_positions  # noqa: E402
+from agents.alphazero.search import SearchConfig, UniformEvaluator, search  # noqa: E402
+from agents.games.chess import chess_games  # noqa: E402
 from agents.alphazero.train import train, write_agent  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
@@ -78,13 +79,13 @@ def test_gumbel_finds_the_best_arm_of_a_bandit_where_puct_may_not(simulations):
         evaluator = BanditEvaluator(root, arms, priors)
         for leaves in (1, 4):
             config = SearchConfig(simulations=simulations, leaves_per_tree=leaves, discount=1.0, root="gumbel")
-            result = search_positions([root], evaluator, config, GARDNER)
+            result = search(chess_games([root], GARDNER), evaluator, config)
             assert int(result.actions[0]) == best, (trial, leaves, arms)
             assert int(result.policy[0].argmax()) == best
             visited = np.flatnonzero(result.visits[0])
             np.testing.assert_allclose(result.q[0, visited], [arms[a] for a in visited], atol=1e-6)
             assert evaluator.unknown == 0
-        puct = search_positions([root], evaluator, SearchConfig(simulations=simulations, discount=1.0), GARDNER)
+        puct = search(chess_games([root], GARDNER), evaluator, SearchConfig(simulations=simulations, discount=1.0))
         puct_right += int(puct.actions[0]) == best
     assert puct_right < 20  # the bandit is not trivial: PUCT misses the best arm at this budget
 
@@ -100,7 +101,7 @@ def test_gumbel_root_visits_follow_sequential_halving():
     ranked = sorted(legal, key=arms.get, reverse=True)
     for leaves in (1, 4):
         config = SearchConfig(simulations=16, discount=1.0, root="gumbel", leaves_per_tree=leaves)
-        result = search_positions([root], evaluator, config, GARDNER)
+        result = search(chess_games([root], GARDNER), evaluator, config)
         assert [int(result.visits[0, a]) for a in ranked] == [5, 4, 2, 1, 1, 1, 1]
 
 
@@ -141,7 +142,7 @@ def test_completed_q_policy_sums_to_one_over_the_legal_moves():
     positions = random_positions(60, seed=3)
     evaluator = HashEvaluator()
     config = SearchConfig(simulations=24, root="gumbel", gumbel_considered=8)
-    result = search_positions(positions, evaluator, config, GARDNER, rng=np.random.default_rng(0))
+    result = search(chess_games(positions, GARDNER), evaluator, config, rng=np.random.default_rng(0))
     for i, pos in enumerate(positions):
         mask = pos.action_mask().astype(bool)
         policy = result.policy[i]
@@ -150,10 +151,10 @@ def test_completed_q_policy_sums_to_one_over_the_legal_moves():
         assert result.visits[i].sum() == config.simulations - 1 and (result.visits[i] > 0).sum() <= 8
         # the same policy computed here from the root's statistics and the evaluator's answer at the root
         obs, masks = GARDNER.encode(pos)[None], pos.action_mask()[None]
-        search = _core.Search(pos.rules, 1, root="gumbel")
-        search.set_root(0, pos)
+        tree = _core.Search(pos.rules, 1, root="gumbel")
+        tree.set_root(0, pos)
         keys = np.zeros(1, np.uint64)
-        search.select(1, 2, np.zeros_like(obs), np.zeros_like(masks), keys)
+        tree.select(1, 2, np.zeros_like(obs), np.zeros_like(masks), keys)
         prior, value = evaluator(obs, masks, keys)
         expected = completed_q_policy(prior[0].astype(np.float64), float(value[0]), result.visits[i].astype(np.float64),
                                       result.q[i].astype(np.float64))
@@ -163,7 +164,7 @@ def test_completed_q_policy_sums_to_one_over_the_legal_moves():
 def gumbel_move(fen: str, variant: str, simulations: int, leaves: int = 4) -> str:
     pos = Position(variant, fen)
     config = SearchConfig(simulations=simulations, root="gumbel", leaves_per_tree=leaves)
-    result = search_positions([pos], UniformEvaluator(), config, ObservationEncoding(variant, 1, False))
+    result = search(chess_games([pos], ObservationEncoding(variant, 1, False)), UniformEvaluator(), config)
     return pos.action_to_move(int(result.actions[0])).uci()
 
 
@@ -186,7 +187,7 @@ def test_gumbel_search_is_deterministic_for_a_seed():
     config = SearchConfig(simulations=16, root="gumbel", gumbel_considered=4)
 
     def run(rng):
-        r = search_positions(positions, HashEvaluator(), config, GARDNER, rng=rng)
+        r = search(chess_games(positions, GARDNER), HashEvaluator(), config, rng=rng)
         return r.visits, r.policy, r.actions
 
     a, b = run(np.random.default_rng(7)), run(np.random.default_rng(7))
@@ -201,17 +202,17 @@ def test_gumbel_search_is_deterministic_for_a_seed():
 
 def test_gumbel_batches_distinct_leaves():
     pos = Position("gardner")
-    search = _core.Search(pos.rules, 1, root="gumbel", considered=16)
-    search.set_root(0, pos)
+    tree = _core.Search(pos.rules, 1, root="gumbel", considered=16)
+    tree.set_root(0, pos)
     obs = np.zeros((8, *GARDNER.shape), np.float32)
     masks = np.zeros((8, 1225), np.int8)
     keys = np.zeros(8, np.uint64)
-    assert search.select(8, 64, obs, masks, keys) == 1  # the root alone
-    search.backup(np.full((1, 1225), 1.0, np.float32), np.zeros(1, np.float32))
-    n = search.select(8, 64, obs, masks, keys)
+    assert tree.select(8, 64, obs, masks, keys) == 1  # the root alone
+    tree.backup(np.full((1, 1225), 1.0, np.float32), np.zeros(1, np.float32))
+    n = tree.select(8, 64, obs, masks, keys)
     assert n == 7 and len(set(keys[:n].tolist())) == 7  # one leaf per root move: Gumbel-top-k of all 7
-    search.backup(np.full((n, 1225), 1.0, np.float32), np.zeros(n, np.float32))
-    n = search.select(8, 64, obs, masks, keys)
+    tree.backup(np.full((n, 1225), 1.0, np.float32), np.zeros(n, np.float32))
+    n = tree.select(8, 64, obs, masks, keys)
     assert n > 1 and len(set(keys[:n].tolist())) == n
 
 
@@ -227,9 +228,9 @@ def test_gumbel_settings_are_checked():
         _core.Search(pos.rules, 1, root="gumbel", considered=0)
     with pytest.raises(RuntimeError, match="gumbel"):
         _core.Search(pos.rules, 1).set_gumbel(np.zeros((1, 1225), np.float32))
-    search = _core.Search(pos.rules, 1, root="gumbel")
+    tree = _core.Search(pos.rules, 1, root="gumbel")
     with pytest.raises(ValueError, match="noise"):
-        search.set_gumbel(np.zeros((2, 1225), np.float32))
+        tree.set_gumbel(np.zeros((2, 1225), np.float32))
 
 
 def test_gumbel_training_runs_resumes_and_its_agent_plays(tmp_path):

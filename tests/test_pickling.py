@@ -20,7 +20,7 @@ import pytest
 
 import agents
 from agents import CallableAgent, GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
-from agents.alphazero.mcts import SearchConfig
+from agents.alphazero.search import SearchConfig
 from agents.arena import MatchResult, play_match, tally
 from agents.evaluation import versus_random
 from agents.ratings import Rating

@@ -172,7 +172,7 @@ def test_the_ppo_network_trains_too_and_starts_a_ppo_run(tmp_path):
 
 
 def test_alphazero_self_play_starts_from_a_supervised_network(tmp_path):
-    from agents.alphazero.mcts import SearchConfig
+    from agents.alphazero.search import SearchConfig
     from agents.alphazero.train import Config, initial_weights, make_net, train
 
     data = teacher_games(tmp_path, count=20)
@@ -226,7 +226,7 @@ FAIRY = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path=
 @pytest.mark.skipif(not FAIRY, reason="needs fairy-stockfish (apt install fairy-stockfish)")
 def test_dagger_labels_the_positions_the_policy_met_and_resumes(tmp_path):
     from agents.evaluation import versus_random
-    from agents.games import GenerationSettings, generate_games
+    from agents.engine_games import GenerationSettings, generate_games
     from agents.runs import read_state
     from agents.supervised import dagger, raw_policy
     from minichess_envs.dataset import GameDataset, list_shards

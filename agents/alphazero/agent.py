@@ -6,7 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, search_positions
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, search
+from agents.games.chess import chess_games
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
 from agents.weights import load_network, save_network
@@ -46,7 +47,7 @@ class AlphaZeroAgent(Agent):
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
         net.load_state_dict(state["model"])
-        search = SearchConfig(**config["search"])
+        search = SearchConfig.from_dict(config["search"])
         if move_choice is not None:
             search = dataclasses.replace(search, move_choice=move_choice)
         return cls(net, config["variant"], config["history"], config["last_move"], simulations, search, name)
@@ -64,7 +65,7 @@ class AlphaZeroAgent(Agent):
             masks = np.stack([p.action_mask() for p in positions])
             priors, _ = self.evaluator.evaluate(obs, masks)
             return priors.argmax(1)
-        return search_positions(positions, self.evaluator, self.search, self.encoding).actions
+        return search(chess_games(positions, self.encoding), self.evaluator, self.search).actions
 
     def value(self, positions) -> np.ndarray:
         """The value head for each position, from its side to move."""
@@ -88,7 +89,7 @@ class AlphaZeroAgent(Agent):
         priors, value = self.evaluator.evaluate(obs, mask)
         priors = priors[0]
         if self.simulations > 0:
-            result = search_positions([position], self.evaluator, self.search, self.encoding)
+            result = search(chess_games([position], self.encoding), self.evaluator, self.search)
             share = result.visits[0] / max(float(result.visits[0].sum()), 1.0)
             q, policy = result.q[0], result.policy[0]
         else:
@@ -119,11 +120,11 @@ class AlphaZeroAgent(Agent):
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool,
                                                                "simulations": int, "search": dict})
-        search = check_settings(path, settings["search"], {}, SearchConfig.setting_types())
+        search = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
         try:
-            search = SearchConfig(**search)
+            search = SearchConfig.from_dict(search)
         except ValueError as exc:
             raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
         agent = cls(net, settings["variant"], settings["history"], settings["last_move"], sims, search,

@@ -1,15 +1,14 @@
 """AlphaZero on PettingZoo board games (Tic-Tac-Toe, Connect Four): self-play, training, the agent.
 
-The loop of :mod:`agents.alphazero.train` with a :class:`~agents.alphazero.game.Game` in place of a
-chess position and the generic search (:func:`~agents.alphazero.generic_search.search_games`)
-in place of the C one; the replay buffer, the network, the loss and training steps
+The loop of :mod:`agents.alphazero.train` with a :class:`~agents.games.Game` in place of a
+chess position, searched by the same tree (:func:`~agents.alphazero.search.search`); the replay
+buffer, the network, the loss and training steps
 (:func:`~agents.alphazero.train.train_steps`) and the run machinery (:class:`agents.runs.Run`:
 checkpoints, resume, metrics CSV, TensorBoard, progress) are the same objects.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -20,12 +19,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from agents.alphazero.game import GAMES, new_game
-from agents.alphazero.generic_search import search_games
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, forced_playouts
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, search
+from agents.games import BOARD_GAMES as GAMES
+from agents.games import new_game
 from agents.alphazero.network import NetConfig, PolicyValueNet
-from agents.alphazero.selfplay import ReplayBuffer, Samples, averaged_positions
-from agents.alphazero.train import check_value_loss_weight, run_result, save_iteration, train_steps
+from agents.alphazero.selfplay import ReplayBuffer, Samples
+from agents.alphazero.train import run_result, save_iteration, train_steps, without_removed_options
 from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
 from agents.base import Agent, check_settings, read_manifest, write_manifest
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
@@ -48,22 +47,16 @@ class GameConfig:
     policy_target_power: float = 1.0  # policy target in proportion to visits ** this (above 1: sharper)
     random_start_fraction: float = 0.0  # share of games that start after random moves (wider coverage)
     random_start_plies: int = 6  # such a game starts after 1 .. this many random moves
-    fast_simulations: int = 0  # > 0: playout cap randomisation (KataGo), cheap searches for unrecorded moves
-    full_search_fraction: float = 0.25  # share of moves searched in full (and recorded) under playout caps
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     blocks: int = 3
     channels: int = 32
     policy_channels: int = 8
     buffer_size: int = 50_000
-    window_start: int = 0  # > 0: train on KataGo's growing window of recent samples from this size; 0: all
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
     final_learning_rate: float | None = None  # cosine decay to this by the last iteration (None: constant)
     weight_decay: float = 1e-4
-    value_loss_weight: float = 1.0  # the value MSE's weight beside the policy cross-entropy in the loss
-    average_positions: bool = False  # train on each distinct buffered position once, its targets averaged
-    weight_average: float = 0.0  # > 0: also keep this decay's moving average of the weights, per iteration
     mirror: bool = True  # left-right mirror augmentation (both games are symmetric)
     symmetries: bool = False  # store every position in all the board's symmetric images (see symmetry_maps)
     threads: int = 0  # torch threads (0: torch's default)
@@ -76,19 +69,12 @@ class GameConfig:
     def __post_init__(self):
         if self.game not in GAMES:
             raise ValueError(f"unknown game {self.game!r}; known: {', '.join(GAMES)}")
-        if self.average_positions and self.window_start > 0:
-            raise ValueError("average_positions averages the whole buffer: it does not combine with window_start")
-        if self.fast_simulations > 0 and not 0.0 < self.full_search_fraction <= 1.0:
-            raise ValueError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
-        if not 0.0 <= self.weight_average < 1.0:
-            raise ValueError(f"weight_average must be in [0, 1), got {self.weight_average}")
-        check_value_loss_weight(self.value_loss_weight)
         check_workers(self.workers, self.ray_address, self.overlap)
 
     @classmethod
     def from_dict(cls, d: dict) -> GameConfig:
-        d = dict(d)
-        d["search"] = SearchConfig(**d.get("search", {}))
+        d = without_removed_options(d, "an AlphaZero board-game run")
+        d["search"] = SearchConfig.from_dict(d.get("search", {}))
         return cls(**d)
 
 
@@ -157,10 +143,9 @@ def start_games(config: GameConfig, rng: np.random.Generator) -> list:
     return starts
 
 
-def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Generator,
+def play_games(starts: list, evaluator, search_config: SearchConfig, rng: np.random.Generator,
                temperature_plies: int = 8, value_target_q: float = 0.0,
-               policy_target_power: float = 1.0, fast_simulations: int = 0,
-               full_search_fraction: float = 1.0) -> tuple[Samples, list[GameResult]]:
+               policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start position (copies are played), in lockstep; their samples.
 
     Every move: a noisy search of all unfinished games at once, then a move sampled
@@ -170,40 +155,22 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     with the search's value of the position (the visit-weighted mean of the root's Q):
     the result alone is a noisy target while moves are still sampled, the search's value
     is less noisy but biased by the network. A sample's policy target is in proportion to
-    the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts);
-    with forced playouts (``search.forced_playouts``), to the pruned counts.
-
-    Playout cap randomisation (KataGo; Wu, 2019, section 3.1) with ``fast_simulations > 0``: each move
-    gets the full search with probability ``full_search_fraction`` and becomes a sample; the other
-    moves get a noiseless search of ``fast_simulations`` and are played only, so games (and their
-    results, the value targets) come cheaper while the recorded policy targets come from deeper searches.
+    the visit counts raised to ``policy_target_power`` (moves are chosen from the plain counts).
     """
-    fast_search = dataclasses.replace(search, simulations=fast_simulations) if fast_simulations > 0 else None
-    pruned = forced_playouts(search, rng) > 0
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]
     actions: list[list[int]] = [[] for _ in games]
     active = list(range(len(games)))
     while active:
-        full = np.ones(len(active), bool) if fast_search is None else rng.random(len(active)) < full_search_fraction
-        visits = np.zeros((len(active), games[active[0]].num_actions), np.float32)
-        q, targets = np.zeros_like(visits), np.zeros_like(visits)
-        for chosen, config, noise in ((full, search, rng), (~full, fast_search, None)):
-            rows = np.flatnonzero(chosen)
-            if len(rows):
-                result = search_games([games[active[r]] for r in rows], evaluator, config, rng=noise)
-                visits[rows], q[rows], targets[rows] = result.visits, result.q, result.policy
+        result = search([games[i] for i in active], evaluator, search_config, rng=rng)
+        visits, q, targets = result.visits, result.q, result.policy
         still = []
         for row, i in enumerate(active):
             g = games[i]
             policy = visits[row] / visits[row].sum()
-            if full[row]:
-                if policy_target_power == 1:
-                    target = targets[row]
-                else:  # the pruned target where playouts were forced; the counts as they were otherwise
-                    target = (targets[row] if pruned else visits[row]) ** policy_target_power
-                trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
-                                        float(policy @ q[row])))
+            target = targets[row] if policy_target_power == 1 else visits[row] ** policy_target_power
+            trajectories[i].append((g.observation(), g.legal_mask(), target / target.sum(), g.to_play(),
+                                    float(policy @ q[row])))
             if g.moves < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
             else:
@@ -218,16 +185,12 @@ def play_games(starts: list, evaluator, search: SearchConfig, rng: np.random.Gen
     for i, trajectory in enumerate(trajectories):
         winner = games[i].winner()
         results.append(GameResult(tuple(actions[i]), winner))
-        if not trajectory:  # every move of the game had a fast search
-            continue
         obs, masks, policies, sides, searched = zip(*trajectory)
         results_for_mover = [0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides]
         values = ((1 - value_target_q) * np.array(results_for_mover, np.float32)
                   + value_target_q * np.array(searched, np.float32)).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
-    if not parts:
-        return Samples.empty(games[0].observation_shape, games[0].num_actions), results
     return Samples.concatenate(parts), results
 
 
@@ -260,14 +223,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
     """Run (or resume) a board-game training run; returns the final checkpoint state.
 
     ``evaluate(net, iteration) -> dict`` is called after every iteration; its
-    numbers join the metrics (those of the averaged weights, if kept, prefixed
-    ``average_``). The state: ``config``, ``iteration``, ``metrics``, ``net_config``,
-    ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``, and with
-    ``weight_average`` the averaged weights, ``average_model``.
-
-    The moving average of the weights (as KataGo's stochastic weight averaging,
-    Wu 2019) is taken after each iteration's training; self-play always uses the
-    trained weights.
+    numbers join the metrics. The state: ``config``, ``iteration``, ``metrics``,
+    ``net_config``, ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``.
     """
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -287,11 +244,6 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
         buffer.restore({k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in saved["buffer"].items()})
         rng.bit_generator.state = saved["rng"]
         torch.set_rng_state(saved["torch_rng"])
-    average = None  # the moving average of the weights: a state dict
-    if config.weight_average > 0 and run.resumed:
-        if "average_model" not in saved:
-            raise ValueError(f"corrupt checkpoint {run.checkpoint}: weight_average is on but it holds no average_model")
-        average = saved["average_model"]
     mirror_perm = mirror_permutation(config.game) if config.mirror else None
     evaluator = NetworkEvaluator(net, mixed_precision=config.mixed_precision)
     schedule = None
@@ -318,11 +270,8 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
             buffer.add(symmetric_samples(config.game, samples) if config.symmetries else samples)
             steps = math.ceil(config.sample_reuse * len(samples) / config.batch_size)
             t1 = time.perf_counter()
-            training = ReplayBuffer.of(averaged_positions(buffer.held())) if config.average_positions else buffer
-            losses = train_steps(net, optimizer, training, steps, config, rng, mirror_perm,
+            losses = train_steps(net, optimizer, buffer, steps, config, rng, mirror_perm,
                                  config.mixed_precision_training)
-            if config.weight_average > 0:
-                average = average_weights(average, net, config.weight_average)
             train_s = time.perf_counter() - t1
             row = {
                 "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
@@ -333,21 +282,13 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
                 "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
                 "second_player_wins": sum(r.winner == 1 for r in results) / len(results),
             }
-            if config.average_positions:
-                row["distinct_positions"] = training.size
             if schedule is not None:
                 row["worker_restarts"] = schedule.pool.restarts
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))
-                if average is not None:
-                    averaged = copy.deepcopy(net)  # a copy draws no random numbers, unlike a new network
-                    averaged.load_state_dict(average)
-                    row.update({f"average_{k}": v for k, v in evaluate(averaged, iteration).items()})
                 row["eval_s"] = time.perf_counter() - t2
-            extra = {"average_model": average} if average is not None else {}
-            if schedule is not None:
-                extra.update(schedule.checkpoint())
+            extra = schedule.checkpoint() if schedule is not None else {}
             tensors = save_iteration(run, progress, row, len(samples), net, optimizer, buffer, rng, extra)
     finally:
         progress.close()
@@ -360,8 +301,7 @@ def train(config: GameConfig, evaluate: Callable | None = None, resume: bool = F
 def selfplay_options(config: GameConfig) -> dict:
     """The self-play settings that :func:`play_games` takes as keywords."""
     return {"temperature_plies": config.temperature_plies, "value_target_q": config.value_target_q,
-            "policy_target_power": config.policy_target_power, "fast_simulations": config.fast_simulations,
-            "full_search_fraction": config.full_search_fraction}
+            "policy_target_power": config.policy_target_power}
 
 
 class BoardGameSelfPlayer:
@@ -381,23 +321,13 @@ class BoardGameSelfPlayer:
                           **selfplay_options(self.config))
 
 
-def average_weights(average: dict | None, net: torch.nn.Module, decay: float) -> dict:
-    """The moving average ``decay * average + (1 - decay) * weights`` of the network's floating-point
-    state (batch-norm statistics included; counters copied); the weights themselves when ``average`` is None."""
-    weights = {k: v.detach().cpu() for k, v in net.state_dict().items()}
-    if average is None:
-        return {k: v.clone() for k, v in weights.items()}
-    return {k: decay * average[k] + (1 - decay) * v if v.is_floating_point() else v.clone()
-            for k, v in weights.items()}
-
-
 class BoardGameAlphaZeroAgent(Agent):
     """A trained network for a board game: the move a search with ``simulations`` simulations plays
     (the most visited, or by ``search.move_choice``), or (0) the network's most probable legal move.
 
     ``act(observation, action_mask)`` takes PettingZoo's observation planes and
     mask (the position is rebuilt from the planes for the search); a
-    :class:`~agents.alphazero.game.Game` may be passed as ``position``.
+    :class:`~agents.games.Game` may be passed as ``position``.
     """
 
     def __init__(self, net: PolicyValueNet, game: str, simulations: int = 64, search: SearchConfig | None = None,
@@ -418,13 +348,12 @@ class BoardGameAlphaZeroAgent(Agent):
 
     @classmethod
     def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
-                        averaged: bool = True, move_choice: str | None = None) -> BoardGameAlphaZeroAgent:
-        """The run's network: its averaged weights where the run kept them and ``averaged``, else its last
-        ones; the run's search settings, with ``move_choice`` (:class:`SearchConfig`) where given."""
+                        move_choice: str | None = None) -> BoardGameAlphaZeroAgent:
+        """The run's network, with the run's search settings, with ``move_choice`` (:class:`SearchConfig`) where given."""
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
-        net.load_state_dict(state["average_model"] if averaged and "average_model" in state else state["model"])
-        search = SearchConfig(**config["search"])
+        net.load_state_dict(state["model"])
+        search = SearchConfig.from_dict(config["search"])
         if move_choice is not None:
             search = dataclasses.replace(search, move_choice=move_choice)
         return cls(net, config["game"], simulations, search, name)
@@ -438,7 +367,7 @@ class BoardGameAlphaZeroAgent(Agent):
         if self.simulations <= 0:
             priors, _ = self.policy_value(games)
             return priors.argmax(1)
-        return search_games(games, self.evaluator, self.search).actions
+        return search(games, self.evaluator, self.search).actions
 
     def policy_value(self, games) -> tuple[np.ndarray, np.ndarray]:
         """The network's priors over the legal actions and its value for the player to move."""
@@ -455,12 +384,16 @@ class BoardGameAlphaZeroAgent(Agent):
     def load(cls, path: str, simulations: int | None = None) -> BoardGameAlphaZeroAgent:
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"game": str, "simulations": int, "search": dict})
-        search = check_settings(path, settings["search"], {}, SearchConfig.setting_types())
+        search = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
+        try:
+            search = SearchConfig.from_dict(search)
+        except ValueError as exc:
+            raise ValueError(f"bad agent manifest {path}: {exc}") from None
         if settings["game"] not in GAMES:
             raise ValueError(f"{path}: unknown game {settings['game']!r}; known: {', '.join(GAMES)}")
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations
-        return cls(net, settings["game"], sims, SearchConfig(**search), manifest.get("name", "alphazero"))
+        return cls(net, settings["game"], sims, search, manifest.get("name", "alphazero"))
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",

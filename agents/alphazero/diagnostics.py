@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig, search_positions
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, search
+from agents.games.chess import chess_games
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.tablebase import Tablebase, probe_targets
 
@@ -65,7 +66,7 @@ class TablebaseEvaluation:
         out = []
         for start in range(0, len(which), 512):
             positions = [self.positions[k] for k in which[start:start + 512]]
-            out.append(search_positions(positions, evaluator, self.search, self.encoding).actions)
+            out.append(search(chess_games(positions, self.encoding), evaluator, self.search).actions)
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
     def rates(self, actions: np.ndarray, which: np.ndarray) -> dict:

@@ -21,10 +21,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from agents.alphazero.mcts import NetworkEvaluator, SearchConfig
+from agents.alphazero.search import NetworkEvaluator, SearchConfig
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
-from agents.alphazero.selfplay import (ReplayBuffer, Samples, SelfPlayStats, check_resign_settings, play_games,
-                                       replay_window)
+from agents.alphazero.selfplay import ReplayBuffer, Samples, SelfPlayStats, play_games
 from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
 from agents.devices import autocast, resolve_device
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
@@ -33,10 +32,25 @@ from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
 
 
-def check_value_loss_weight(weight: float) -> None:
-    """``ValueError`` unless the value loss's weight is a positive number."""
-    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not weight > 0:
-        raise ValueError(f"value_loss_weight must be a number > 0, got {weight!r}")
+#: Options that measurements rejected and that were removed (docs/decisions.md), with the value that
+#: meant "off": a saved run with one of them on cannot be continued.
+REMOVED_OPTIONS = {"fast_simulations": 0, "resign_threshold": None, "window_start": 0, "value_loss_weight": 1.0,
+                   "average_positions": False, "weight_average": 0.0}
+#: Settings of those options that meant nothing while they were off.
+REMOVED_COMPANIONS = ("full_search_fraction", "resign_check_fraction")
+
+
+def without_removed_options(settings: dict, what: str) -> dict:
+    """``settings`` without the removed options it holds at their "off" value; ``ValueError`` naming the
+    option for one that was on."""
+    settings = {k: v for k, v in settings.items() if k not in REMOVED_COMPANIONS}
+    for name, off in REMOVED_OPTIONS.items():
+        if name in settings:
+            value = settings.pop(name)
+            if value != off:
+                raise ValueError(f"{what} with {name}={value!r}: that option was removed after measurements "
+                                 "rejected it (docs/decisions.md)")
+    return settings
 
 
 @dataclasses.dataclass
@@ -52,11 +66,7 @@ class Config:
     random_start_fraction: float = 0.0  # share of games from random legal positions (small boards)
     start_fens: tuple[str, ...] = ()  # other games start here (default: the variant's start)
     temperature_plies: int = 8
-    fast_simulations: int = 0  # > 0: playout cap randomisation (KataGo), cheap searches for unrecorded moves
-    full_search_fraction: float = 0.25  # share of moves searched in full (and recorded) under playout caps
     value_q_weight: float = 0.0  # value target: (1 - w) * game result + w * the search's root value
-    resign_threshold: float | None = None  # in (-1, 0): resign below it (AlphaGo Zero's v_resign); None: never
-    resign_check_fraction: float = 0.1  # share of games that may not resign, to count false positives
     ply_limit: int | None = None  # self-play games stop here as draws (default: the variant's limit)
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     # network and observation
@@ -67,13 +77,11 @@ class Config:
     last_move: bool = False
     # training
     buffer_size: int = 200_000
-    window_start: int = 0  # > 0: train on a growing window of recent samples from this size (KataGo); 0: all
     batch_size: int = 256
     sample_reuse: float = 4.0  # training samples drawn per new self-play sample
     learning_rate: float = 2e-3
     final_learning_rate: float | None = None  # cosine decay to this over the run's iterations or hours (None: constant)
     weight_decay: float = 1e-4
-    value_loss_weight: float = 1.0  # the value MSE's weight beside the policy cross-entropy in the loss
     mirror: bool = True  # left-right mirror augmentation (variants without castling)
     threads: int = 0  # torch threads (0: torch's default)
     device: str = "auto"  # where the learner and the in-process search run: auto | cpu | cuda | mps
@@ -86,14 +94,12 @@ class Config:
     overlap: bool = False  # workers play the next iteration's games while the learner trains (SelfPlaySchedule)
 
     def __post_init__(self):
-        check_resign_settings(self.resign_threshold, self.resign_check_fraction)
-        check_value_loss_weight(self.value_loss_weight)
         check_workers(self.workers, self.ray_address, self.overlap)
 
     @classmethod
     def from_dict(cls, d: dict) -> Config:
-        d = dict(d)
-        d["search"] = SearchConfig(**d.get("search", {}))
+        d = without_removed_options(d, "an AlphaZero run")
+        d["search"] = SearchConfig.from_dict(d.get("search", {}))
         d["start_fens"] = tuple(d.get("start_fens", ()))
         return cls(**d)
 
@@ -149,22 +155,19 @@ def start_positions(config: Config, count: int, rng: np.random.Generator) -> lis
 
 def selfplay_options(config: Config) -> dict:
     """The self-play settings that :func:`play_games` takes as keywords."""
-    return {"fast_simulations": config.fast_simulations, "full_search_fraction": config.full_search_fraction,
-            "value_q_weight": config.value_q_weight, "resign_threshold": config.resign_threshold,
-            "resign_check_fraction": config.resign_check_fraction}
+    return {"value_q_weight": config.value_q_weight}
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, config: Config,
                 rng: np.random.Generator, mirror_perm: np.ndarray | None, mixed_precision: bool = False) -> dict:
     """``steps`` minibatch updates on samples drawn uniformly from the buffer, each minimising the policy
-    loss plus ``config.value_loss_weight`` times the value loss; mean (unweighted) losses.
+    loss plus the value loss; mean losses.
     ``mixed_precision``: the network's forward and backward passes under bf16 autocast where it pays
     (:func:`agents.devices.autocast`); weights, optimizer and losses stay float32."""
     net.train()
     totals = {"policy_loss": 0.0, "value_loss": 0.0}
     for _ in range(steps):
-        window = replay_window(buffer.added, config.window_start) if config.window_start > 0 else None
-        batch = buffer.sample(config.batch_size, rng, window)
+        batch = buffer.sample(config.batch_size, rng)
         obs, masks, policies = batch.observations.astype(np.float32), batch.masks, batch.policies
         if mirror_perm is not None:  # reflect half the batch left-right: files reversed, actions permuted
             flip = rng.random(len(obs)) < 0.5
@@ -178,7 +181,7 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
             policy_loss, value_loss = loss_terms(net, *(torch.from_numpy(np.ascontiguousarray(x)).to(device)
                                                         for x in (obs, masks, policies, batch.values)))
         optimizer.zero_grad()
-        (policy_loss + config.value_loss_weight * value_loss).backward()
+        (policy_loss + value_loss).backward()
         optimizer.step()
         totals["policy_loss"] += policy_loss.item()
         totals["value_loss"] += value_loss.item()
@@ -269,7 +272,6 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     if config.threads:
         torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
-    check_resign_settings(config.resign_threshold, config.resign_check_fraction)  # fields may have been set since
     # where the work runs may change when resuming, and the budget unless the learning rate decays over it
     budget = ("iterations", "hours") if config.final_learning_rate is None else ()
     run = Run(config.run_dir, config, "alphazero", resume=resume,
@@ -331,12 +333,10 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
                 "games_s": games_s,
                 "positions_per_s": len(samples) / max(games_s, 1e-9),  # recorded positions (samples)
-                "selfplay_plies": stats.plies,  # moves played, recorded or not (playout caps record a share)
-                "mean_game_plies": float(np.mean([r.plies for r in records])),  # to the end or a resignation
+                "selfplay_plies": stats.plies,
+                "mean_game_plies": float(np.mean([r.plies for r in records])),
                 "white_wins": sum(r.result == "1-0" for r in records) / len(records),
                 "black_wins": sum(r.result == "0-1" for r in records) / len(records),
-                "resigned_games": stats.resigned, "resign_checks": stats.resign_checks,
-                "resign_false_positives": stats.resign_false_positives,
             }
             if schedule is not None:
                 row["worker_restarts"] = schedule.pool.restarts

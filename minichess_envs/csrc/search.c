@@ -1,15 +1,24 @@
 /*
- * search.c -- batched Monte Carlo tree search (AlphaZero's PUCT, or Gumbel at the root) over the engine.
+ * search.c -- batched Monte Carlo tree search (AlphaZero's PUCT, or Gumbel at the root), the one tree
+ * every game is searched with.
  *
  * The `Search` type of the _core module: many trees searched together, so that
- * one network call evaluates a leaf of every tree.  It plays moves with the
- * engine API (engine.h) on a private copy of each root's game.  Python drives
- * it (agents/alphazero/mcts.py, run_search):
+ * one network call evaluates a leaf of every tree.  A tree's game is either
+ *   - a chess variant (`rules` given): moves are played with the engine API
+ *     (engine.h) on a private copy of each root's game, all in C; or
+ *   - any other game (`rules=None`, `num_actions` and `observation_size` given):
+ *     each node keeps a Python game object, and a new leaf is made by calling
+ *     `leaf(parent_game, action)` (action -1: the root itself), which returns
+ *     (game, terminal_value or None, legal_actions, observation, key).
+ * Everything else (selection, virtual loss, backup, Gumbel, the root tables)
+ * is the same code for both.  Python drives it (agents/alphazero/search.py):
  *
  *     search = Search(rules, num_trees, c_puct=1.25, discount=0.99, virtual_loss=1.0, fpu=0.0,
  *                     ply_limit=2**30, history=1, last_move=False,
- *                     root="puct", considered=16, c_visit=50.0, c_scale=1.0, forced=0.0)
- *     search.set_root(i, position)                  for every tree i (copies its history)
+ *                     root="puct", considered=16, c_visit=50.0, c_scale=1.0,
+ *                     num_actions=0, observation_size=0, leaf=None)
+ *     search.set_root(i, position_or_game)          for every tree i (a chess position's history is copied;
+ *                                                   a game object is kept: pass a copy)
  *     search.set_gumbel(noise)                      root="gumbel": float32 (num_trees, A) Gumbel noise
  *     while search.min_visits() < simulations:
  *         n = search.select(k, simulations, obs, masks, keys)
@@ -40,13 +49,6 @@
  * per-ply discount (value of a position = -discount * value of the position
  * after the chosen move), so a mate in 1 is worth more than a mate in 3 and a
  * loss later is better than a loss now.
- *
- * forced > 0 (PUCT only; KataGo's forced playouts, Wu, "Accelerating
- * self-play learning in Go", 2019, section 3.2): at the root, a move that has
- * been visited but has fewer than sqrt(forced * P * sum N) visits (N and sum N
- * with virtual visits) is chosen before any other; among several such moves,
- * the best PUCT score.  The caller takes those visits back out of the policy
- * target (agents/alphazero/mcts.py, prune_policy_target).
  *
  * root="gumbel" (Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by
  * planning with Gumbel", ICLR 2022): at the root, sequential halving over the
@@ -91,7 +93,8 @@ typedef struct {
 typedef struct {
     Node *nodes;
     int32_t num_nodes, cap_nodes;
-    Game game;    /* root history; pushed along a path during selection */
+    Game game;    /* chess: root history; pushed along a path during selection */
+    PyObject **games; /* other games: each node's game object (NULL until its leaf is made), owned */
     int root_ply; /* game.ply at the root */
     int has_root;
     float *gumbel;     /* Gumbel root: the root's noise per action (zeros unless set_gumbel) */
@@ -105,14 +108,16 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    RulesObject *rules;
+    RulesObject *rules; /* NULL: the games are Python objects, expanded through `leaf` */
+    PyObject *leaf;     /* rules == NULL: leaf(parent_game, action) -> (game, value, actions, observation, key) */
+    int naction;        /* actions of the game, the width of masks, priors and root tables */
+    Py_ssize_t obs_size; /* floats in one observation */
     int num_trees;
     Tree *trees;
     float c_puct, discount, virtual_loss, fpu;
     int gumbel;            /* root="gumbel": sequential halving at the root, the improved policy below */
     int considered;        /* Gumbel: most root moves sampled (m) */
     float c_visit, c_scale; /* Gumbel: sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2 */
-    float forced;          /* PUCT: forced playouts at the root, N >= sqrt(forced * P * sum N) (0: off) */
     float *scratch;        /* one float per action: a node's children during Gumbel selection */
     float *noise;          /* Gumbel: (num_trees, A) root noise, trees[i].gumbel point into it */
     int ply_limit;
@@ -132,6 +137,15 @@ static int tree_add_nodes(Tree *t, int n) {
             return -1;
         }
         t->nodes = nodes;
+        if (t->games) {
+            PyObject **games = PyMem_Realloc(t->games, (size_t)cap * sizeof(PyObject *));
+            if (!games) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memset(games + t->cap_nodes, 0, (size_t)(cap - t->cap_nodes) * sizeof(PyObject *));
+            t->games = games;
+        }
         t->cap_nodes = cap;
     }
     int first = t->num_nodes;
@@ -174,24 +188,21 @@ static void backup_path(SearchObject *s, Tree *t, int32_t node, float value) {
     }
 }
 
-/* Expand the current position of t->game under `node`: one child per legal move. */
-static int expand(SearchObject *s, Tree *t, int32_t node) {
-    const Rules *r = &s->rules->r;
-    Game *g = &t->game;
-    game_ensure_legal(r, g);
-    int first = tree_add_nodes(t, g->nlegal);
+/* Give `node` n children with uniform priors; the caller sets each child's action and move. */
+static int add_children(Tree *t, int32_t node, int n) {
+    int first = tree_add_nodes(t, n);
     if (first < 0) return -1;
     Node *nd = &t->nodes[node];
     nd->first_child = first;
-    nd->num_children = (int16_t)g->nlegal;
-    float uniform = g->nlegal ? 1.0f / g->nlegal : 0.0f;
-    for (int k = 0; k < g->nlegal; k++) {
+    nd->num_children = (int16_t)n;
+    float uniform = n ? 1.0f / n : 0.0f;
+    for (int k = 0; k < n; k++) {
         Node *c = &t->nodes[first + k];
         c->parent = node;
         c->first_child = -1;
         c->num_children = 0;
-        c->action = g->legal_action[k];
-        c->move = g->legal[k];
+        c->action = -1;
+        c->move = 0;
         c->prior = uniform;
         c->visits = 0;
         c->value_sum = 0.0f;
@@ -201,23 +212,97 @@ static int expand(SearchObject *s, Tree *t, int32_t node) {
         c->inflight = 0;
         c->value = 0.0f;
     }
+    return first;
+}
+
+/* Chess: expand the current position of t->game under `node`, one child per legal move. */
+static int expand(SearchObject *s, Tree *t, int32_t node) {
+    const Rules *r = &s->rules->r;
+    Game *g = &t->game;
+    game_ensure_legal(r, g);
+    int first = add_children(t, node, g->nlegal);
+    if (first < 0) return -1;
+    for (int k = 0; k < g->nlegal; k++) {
+        t->nodes[first + k].action = g->legal_action[k];
+        t->nodes[first + k].move = g->legal[k];
+    }
     return 0;
 }
 
-/* PUCT's choice at nd; at the root with forced playouts, a visited move below
- * its forced count comes first (the best score among such moves). */
+/* Other games: make the game at `node` with s->leaf (from its parent's game and the move into it,
+ * or the root's own game), and either mark the node terminal with its exact value (returns 0) or
+ * give it one child per legal action and write its observation, mask and key (returns 1); -1 on
+ * error, with a Python exception that names what the game returned. */
+static int make_leaf(SearchObject *s, Tree *t, int32_t node, float *obs, uint8_t *mask, uint64_t *key) {
+    Node *nd = &t->nodes[node];
+    PyObject *parent = nd->parent < 0 ? t->games[node] : t->games[nd->parent];
+    PyObject *out = PyObject_CallFunction(s->leaf, "Oi", parent, nd->parent < 0 ? -1 : (int)nd->action);
+    if (!out) return -1;
+    int result = -1;
+    PyObject *actions = NULL;
+    Py_buffer view = {0};
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != 5) {
+        PyErr_SetString(PyExc_TypeError, "leaf must return (game, value, actions, observation, key)");
+        goto done;
+    }
+    PyObject *game = PyTuple_GET_ITEM(out, 0), *value = PyTuple_GET_ITEM(out, 1);
+    Py_INCREF(game);
+    Py_XSETREF(t->games[node], game);
+    if (value != Py_None) {
+        double v = PyFloat_AsDouble(value);
+        if (v == -1.0 && PyErr_Occurred()) goto done;
+        if (!(v >= -1.0 && v <= 1.0)) {
+            PyErr_Format(PyExc_ValueError, "a finished game's value must be in [-1, 1], got %R", value);
+            goto done;
+        }
+        nd->terminal = 1;
+        nd->value = (float)v;
+        result = 0;
+        goto done;
+    }
+    actions = PySequence_Fast(PyTuple_GET_ITEM(out, 2), "legal actions must be a sequence of integers");
+    if (!actions) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(actions);
+    if (n < 1 || n > s->naction) {
+        PyErr_Format(PyExc_ValueError, "a game going on must have 1 to %d legal actions, got %zd", s->naction, n);
+        goto done;
+    }
+    memset(mask, 0, (size_t)s->naction);
+    int first = add_children(t, node, (int)n);
+    if (first < 0) goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long a = PyLong_AsLong(PySequence_Fast_GET_ITEM(actions, k));
+        if (a == -1 && PyErr_Occurred()) goto done;
+        if (a < 0 || a >= s->naction || mask[a]) {
+            PyErr_Format(PyExc_ValueError, "legal action %ld is out of [0, %d) or repeated", a, s->naction);
+            goto done;
+        }
+        mask[a] = 1;
+        t->nodes[first + k].action = (int16_t)a;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(out, 3), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    if (view.itemsize != 4 || !view.format || strcmp(view.format, "f") != 0 || view.len != s->obs_size * 4) {
+        PyErr_Format(PyExc_ValueError, "an observation must be %zd float32 values", s->obs_size);
+        goto done;
+    }
+    memcpy(obs, view.buf, (size_t)view.len);
+    *key = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(out, 4));
+    if (*key == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+    result = 1;
+done:
+    if (view.obj) PyBuffer_Release(&view);
+    Py_XDECREF(actions);
+    Py_DECREF(out);
+    if (result < 0) t->nodes[node].num_children = 0, t->nodes[node].first_child = -1;
+    return result;
+}
+
+/* PUCT's choice at nd: the first child with the highest Q + c * P * sqrt(N_parent) / (1 + N). */
 static int32_t puct_child(const SearchObject *s, const Tree *t, const Node *nd) {
     float sqrt_n = sqrtf((float)(nd->visits > 1 ? nd->visits : 1));
     const Node *ch = &t->nodes[nd->first_child];
-    int force = s->forced > 0.0f && nd == &t->nodes[0];
-    float sum_n = 0.0f;
-    if (force) {
-        int total = 0;
-        for (int k = 0; k < nd->num_children; k++) total += ch[k].visits;
-        sum_n = (float)total;
-    }
-    float best = -1e30f, best_forced = -1e30f;
-    int32_t best_k = nd->first_child, forced_k = -1;
+    float best = -1e30f;
+    int32_t best_k = nd->first_child;
     for (int k = 0; k < nd->num_children; k++) {
         const Node *c = &ch[k];
         float q = c->visits ? c->value_sum / (float)c->visits : s->fpu;
@@ -226,13 +311,8 @@ static int32_t puct_child(const SearchObject *s, const Tree *t, const Node *nd) 
             best = score;
             best_k = nd->first_child + k;
         }
-        float n = (float)c->visits;
-        if (force && c->visits > 0 && n * n < s->forced * c->prior * sum_n && score > best_forced) {
-            best_forced = score;
-            forced_k = nd->first_child + k;
-        }
     }
-    return forced_k >= 0 ? forced_k : best_k;
+    return best_k;
 }
 
 /* ---- Gumbel root search (Danihelka et al., "Policy improvement by planning with Gumbel", ICLR 2022) ---- */
@@ -380,11 +460,13 @@ static int32_t gumbel_root_child(const SearchObject *s, Tree *t, int limit) {
  * simulation of this round is already waiting for (undone) or, with a Gumbel
  * root, if the root's choice must wait for a value (not started), -1 on error. */
 static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask, uint64_t *key) {
-    const Rules *r = &s->rules->r;
+    const Rules *r = s->rules ? &s->rules->r : NULL; /* NULL: a Python game, kept at each node */
     Tree *t = &s->trees[i];
     Game *g = &t->game;
-    g->ply = t->root_ply;
-    game_invalidate(g);
+    if (r) {
+        g->ply = t->root_ply;
+        game_invalidate(g);
+    }
     int32_t node = 0;
     /* Descend: every edge on the path takes a virtual visit and a virtual loss. */
     while (t->nodes[node].first_child >= 0 && !t->nodes[node].pending) {
@@ -401,7 +483,7 @@ static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask
         c->visits += 1;
         c->value_sum -= s->virtual_loss;
         c->inflight += 1;
-        if (game_push(r, g, c->move) < 0) {
+        if (r && game_push(r, g, c->move) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -417,27 +499,37 @@ static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask
         return 2;
     }
     t->nodes[0].visits += 1; /* the root counts simulations */
-    if (!leaf->terminal) {
-        game_outcome(r, g);
-        if (g->reason) {
-            leaf->terminal = 1;
-            leaf->value = terminal_value(g);
-        } else if (g->ply >= s->ply_limit) {
-            leaf->terminal = 1; /* the ply limit ends the game without a winner */
-            leaf->value = 0.0f;
+    if (!r) {
+        /* a node reached for the first time is made now: terminal, or expanded and waiting */
+        if (!leaf->terminal && make_leaf(s, t, node, obs, mask, key) < 0) return -1;
+        leaf = &t->nodes[node]; /* make_leaf may move the node array */
+        if (leaf->terminal) {
+            backup_path(s, t, node, leaf->value);
+            return 0;
         }
+    } else {
+        if (!leaf->terminal) {
+            game_outcome(r, g);
+            if (g->reason) {
+                leaf->terminal = 1;
+                leaf->value = terminal_value(g);
+            } else if (g->ply >= s->ply_limit) {
+                leaf->terminal = 1; /* the ply limit ends the game without a winner */
+                leaf->value = 0.0f;
+            }
+        }
+        if (leaf->terminal) {
+            backup_path(s, t, node, leaf->value);
+            return 0;
+        }
+        if (expand(s, t, node) < 0) return -1;
+        leaf = &t->nodes[node]; /* expand may move the node array */
+        write_observation(r, g, &s->layout, g->hist[g->ply].side, obs);
+        memset(mask, 0, (size_t)r->naction);
+        for (int k = 0; k < g->nlegal; k++) mask[g->legal_action[k]] = 1;
+        *key = observation_key(r, g, &s->layout);
     }
-    if (leaf->terminal) {
-        backup_path(s, t, node, leaf->value);
-        return 0;
-    }
-    if (expand(s, t, node) < 0) return -1;
-    leaf = &t->nodes[node]; /* expand may move the node array */
     leaf->pending = 1;
-    write_observation(r, g, &s->layout, g->hist[g->ply].side, obs);
-    memset(mask, 0, (size_t)r->naction);
-    for (int k = 0; k < g->nlegal; k++) mask[g->legal_action[k]] = 1;
-    *key = observation_key(r, g, &s->layout);
     if (s->num_leaves >= s->cap_leaves) {
         int cap = s->cap_leaves ? 2 * s->cap_leaves : 256;
         Leaf *leaves = PyMem_Realloc(s->leaves, (size_t)cap * sizeof(Leaf));
@@ -457,16 +549,26 @@ static int simulate(SearchObject *s, int i, int limit, float *obs, uint8_t *mask
 static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"rules", "num_trees", "c_puct", "discount", "virtual_loss", "fpu",
                              "ply_limit", "history", "last_move", "root", "considered", "c_visit",
-                             "c_scale", "forced", NULL};
-    PyObject *rules;
+                             "c_scale", "num_actions", "observation_size", "leaf", NULL};
+    PyObject *rules, *leaf = Py_None;
     const char *root = "puct";
-    int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0, considered = 16;
+    int num_trees, ply_limit = 1 << 30, history = 1, last_move = 0, considered = 16, num_actions = 0;
+    Py_ssize_t observation_size = 0;
     float c_puct = 1.25f, discount = 0.99f, virtual_loss = 1.0f, fpu = 0.0f, c_visit = 50.0f, c_scale = 1.0f;
-    float forced = 0.0f;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!i|ffffiipsifff", kwlist, &RulesType, &rules, &num_trees, &c_puct,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi|ffffiipsiffinO", kwlist, &rules, &num_trees, &c_puct,
                                      &discount, &virtual_loss, &fpu, &ply_limit, &history, &last_move, &root,
-                                     &considered, &c_visit, &c_scale, &forced))
+                                     &considered, &c_visit, &c_scale, &num_actions, &observation_size, &leaf))
         return -1;
+    if (rules != Py_None && !PyObject_TypeCheck(rules, &RulesType)) {
+        PyErr_Format(PyExc_TypeError, "rules must be a Rules object or None, got %s", Py_TYPE(rules)->tp_name);
+        return -1;
+    }
+    if (rules == Py_None && !(PyCallable_Check(leaf) && num_actions >= 1 && num_actions <= INT16_MAX &&
+                              observation_size >= 1)) {
+        PyErr_Format(PyExc_ValueError, "a search without rules needs num_actions in [1, %d], observation_size >= 1 "
+                     "and a callable leaf", INT16_MAX);
+        return -1;
+    }
     if (num_trees < 1) {
         PyErr_Format(PyExc_ValueError, "num_trees must be >= 1, got %d", num_trees);
         return -1;
@@ -485,20 +587,22 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "c_visit and c_scale must be finite and >= 0");
         return -1;
     }
-    if (!(forced >= 0.0f && isfinite(forced))) {
-        PyErr_SetString(PyExc_ValueError, "forced must be finite and >= 0");
-        return -1;
-    }
-    if (forced > 0.0f && gumbel) {
-        PyErr_SetString(PyExc_ValueError, "forced playouts are PUCT's: root='gumbel' takes forced=0");
-        return -1;
-    }
     if (s->trees) {
         PyErr_SetString(PyExc_RuntimeError, "Search is already initialised");
         return -1;
     }
-    Py_INCREF(rules);
-    s->rules = (RulesObject *)rules;
+    if (rules != Py_None) {
+        Py_INCREF(rules);
+        s->rules = (RulesObject *)rules;
+        s->naction = s->rules->r.naction;
+        s->layout = obs_layout(&s->rules->r, history, last_move);
+        s->obs_size = (Py_ssize_t)s->rules->r.nsq * s->layout.channels;
+    } else {
+        Py_INCREF(leaf);
+        s->leaf = leaf;
+        s->naction = num_actions;
+        s->obs_size = observation_size;
+    }
     s->num_trees = num_trees;
     s->c_puct = c_puct;
     s->discount = discount;
@@ -508,16 +612,22 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     s->considered = considered;
     s->c_visit = c_visit;
     s->c_scale = c_scale;
-    s->forced = forced;
     s->ply_limit = ply_limit;
-    s->layout = obs_layout(&s->rules->r, history, last_move);
     s->trees = PyMem_Calloc((size_t)num_trees, sizeof(Tree));
     if (!s->trees) {
         PyErr_NoMemory();
         return -1;
     }
+    if (!s->rules)
+        for (int i = 0; i < num_trees; i++) {
+            s->trees[i].games = PyMem_Calloc(1, sizeof(PyObject *)); /* grown with the nodes */
+            if (!s->trees[i].games) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
     if (gumbel) {
-        size_t A = (size_t)s->rules->r.naction;
+        size_t A = (size_t)s->naction;
         s->scratch = PyMem_Calloc(A, sizeof(float));
         s->noise = PyMem_Calloc((size_t)num_trees * A, sizeof(float));
         if (!s->scratch || !s->noise) {
@@ -529,8 +639,16 @@ static int Search_init(SearchObject *s, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* Drop tree t's node games (other games only). */
+static void tree_release_games(Tree *t) {
+    if (!t->games) return;
+    for (int32_t n = 0; n < t->num_nodes; n++) Py_CLEAR(t->games[n]);
+}
+
 static void Search_dealloc(SearchObject *s) {
     for (int i = 0; s->trees && i < s->num_trees; i++) {
+        tree_release_games(&s->trees[i]);
+        PyMem_Free(s->trees[i].games);
         PyMem_Free(s->trees[i].nodes);
         PyMem_Free(s->trees[i].schedule);
         game_free(&s->trees[i].game);
@@ -540,6 +658,7 @@ static void Search_dealloc(SearchObject *s) {
     PyMem_Free(s->noise);
     PyMem_Free(s->leaves);
     Py_XDECREF(s->rules);
+    Py_XDECREF(s->leaf);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -559,30 +678,43 @@ static int tree_index(SearchObject *s, PyObject *obj) {
     return (int)i;
 }
 
-/* set_root(i, position): tree i searches from a copy of the position (with its history). */
+/* set_root(i, position_or_game): tree i searches from a copy of the chess position (with its
+ * history), or from the game object itself (other games: it is kept, not copied). */
 static PyObject *Search_set_root(SearchObject *s, PyObject *args) {
     PyObject *o_i, *o_pos;
     SEARCH_READY(s);
-    if (!PyArg_ParseTuple(args, "OO!", &o_i, &PositionType, &o_pos)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO", &o_i, &o_pos)) return NULL;
     int i = tree_index(s, o_i);
     if (i < 0) return NULL;
-    PositionObject *pos = (PositionObject *)o_pos;
-    if (pos->rules != s->rules) return PyErr_Format(PyExc_ValueError, "the position is of another variant");
     Tree *t = &s->trees[i];
+    if (s->rules) {
+        if (!PyObject_TypeCheck(o_pos, &PositionType))
+            return PyErr_Format(PyExc_TypeError, "set_root needs a Position, got %s", Py_TYPE(o_pos)->tp_name);
+        if (((PositionObject *)o_pos)->rules != s->rules)
+            return PyErr_Format(PyExc_ValueError, "the position is of another variant");
+    }
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "set_root between select and backup");
-    int n = pos->g.ply + 1;
-    if (game_reserve(&t->game, n + 64) < 0) return PyErr_NoMemory();
-    memcpy(t->game.hist, pos->g.hist, (size_t)n * sizeof(Board));
-    t->game.ply = t->root_ply = pos->g.ply;
-    game_invalidate(&t->game);
+    if (s->rules) {
+        PositionObject *pos = (PositionObject *)o_pos;
+        int n = pos->g.ply + 1;
+        if (game_reserve(&t->game, n + 64) < 0) return PyErr_NoMemory();
+        memcpy(t->game.hist, pos->g.hist, (size_t)n * sizeof(Board));
+        t->game.ply = t->root_ply = pos->g.ply;
+        game_invalidate(&t->game);
+    }
+    tree_release_games(t);
     t->num_nodes = 0;
     if (tree_add_nodes(t, 1) < 0) return NULL;
+    if (!s->rules) {
+        Py_INCREF(o_pos);
+        t->games[0] = o_pos;
+    }
     Node *root = &t->nodes[0];
     memset(root, 0, sizeof *root);
     root->parent = -1;
     root->first_child = -1;
     root->action = -1;
-    if (t->gumbel) memset(t->gumbel, 0, (size_t)s->rules->r.naction * sizeof(float)); /* no noise until set_gumbel */
+    if (t->gumbel) memset(t->gumbel, 0, (size_t)s->naction * sizeof(float)); /* no noise until set_gumbel */
     t->has_root = 1;
     Py_RETURN_NONE;
 }
@@ -598,8 +730,7 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iiOOO", &k, &limit, &o_obs, &o_masks, &o_keys)) return NULL;
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "select called twice without backup");
     if (k > INT16_MAX) return PyErr_Format(PyExc_ValueError, "k must be at most %d, got %d", INT16_MAX, k);
-    const Rules *r = &s->rules->r;
-    Py_ssize_t per_obs = (Py_ssize_t)r->nsq * s->layout.channels;
+    Py_ssize_t per_obs = s->obs_size, A = s->naction;
     Py_buffer obs, masks, keys;
     if (PyObject_GetBuffer(o_obs, &obs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
     if (PyObject_GetBuffer(o_masks, &masks, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
@@ -613,10 +744,10 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
     }
     Py_ssize_t capacity = obs.len / (Py_ssize_t)(per_obs * sizeof(float));
     PyObject *result = NULL;
-    if (obs.itemsize != 4 || obs.len % (per_obs * (Py_ssize_t)sizeof(float)) || masks.len < capacity * r->naction ||
+    if (obs.itemsize != 4 || obs.len % (per_obs * (Py_ssize_t)sizeof(float)) || masks.len < capacity * A ||
         keys.len < capacity * 8) {
-        PyErr_Format(PyExc_ValueError, "buffers must be float32 (N, %d, %d, %d), int8 (N, %d) and uint64 (N,)",
-                     r->height, r->width, s->layout.channels, r->naction);
+        PyErr_Format(PyExc_ValueError, "buffers must be float32 (N, ...) of %zd values each, int8 (N, %zd) and "
+                     "uint64 (N,)", per_obs, A);
         goto done;
     }
     if ((Py_ssize_t)s->num_trees * k > capacity) {
@@ -629,7 +760,7 @@ static PyObject *Search_select(SearchObject *s, PyObject *args) {
         Tree *t = &s->trees[i];
         if (!t->has_root) continue;
         for (int j = 0; j < k && t->nodes[0].visits < limit; j++) {
-            int got = simulate(s, i, limit, (float *)obs.buf + n * per_obs, (uint8_t *)masks.buf + (Py_ssize_t)n * r->naction,
+            int got = simulate(s, i, limit, (float *)obs.buf + n * per_obs, (uint8_t *)masks.buf + (Py_ssize_t)n * A,
                                (uint64_t *)keys.buf + n);
             if (got < 0) goto done;
             if (got == 2) break; /* the tree's open leaves are all waiting: wait with them */
@@ -651,10 +782,10 @@ static PyObject *Search_backup(SearchObject *s, PyObject *args) {
     PyObject *o_priors, *o_values;
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "OO", &o_priors, &o_values)) return NULL;
-    const Rules *r = &s->rules->r;
+    Py_ssize_t A = s->naction;
     int n = s->num_leaves;
     Py_buffer priors, values;
-    if (get_array(o_priors, &priors, 4, (Py_ssize_t)n * r->naction, 0, "priors") < 0) return NULL;
+    if (get_array(o_priors, &priors, 4, (Py_ssize_t)n * A, 0, "priors") < 0) return NULL;
     if (get_array(o_values, &values, 4, n, 0, "values") < 0) {
         PyBuffer_Release(&priors);
         return NULL;
@@ -662,7 +793,7 @@ static PyObject *Search_backup(SearchObject *s, PyObject *args) {
     for (int j = 0; j < n; j++) {
         Tree *t = &s->trees[s->leaves[j].tree];
         Node *leaf = &t->nodes[s->leaves[j].node];
-        const float *p = (const float *)priors.buf + (Py_ssize_t)j * r->naction;
+        const float *p = (const float *)priors.buf + (Py_ssize_t)j * A;
         float total = 0.0f;
         for (int c = 0; c < leaf->num_children; c++) total += p[t->nodes[leaf->first_child + c].action];
         for (int c = 0; c < leaf->num_children; c++) {
@@ -686,11 +817,11 @@ static PyObject *Search_mix_root_noise(SearchObject *s, PyObject *args) {
     SEARCH_READY(s);
     if (!PyArg_ParseTuple(args, "Of", &o_noise, &eps)) return NULL;
     Py_buffer noise;
-    if (get_array(o_noise, &noise, 4, (Py_ssize_t)s->num_trees * s->rules->r.naction, 0, "noise") < 0) return NULL;
+    if (get_array(o_noise, &noise, 4, (Py_ssize_t)s->num_trees * s->naction, 0, "noise") < 0) return NULL;
     for (int i = 0; i < s->num_trees; i++) {
         Tree *t = &s->trees[i];
         if (!t->has_root || t->nodes[0].first_child < 0) continue;
-        const float *z = (const float *)noise.buf + (Py_ssize_t)i * s->rules->r.naction;
+        const float *z = (const float *)noise.buf + (Py_ssize_t)i * s->naction;
         for (int c = 0; c < t->nodes[0].num_children; c++) {
             Node *child = &t->nodes[t->nodes[0].first_child + c];
             child->prior = (1.0f - eps) * child->prior + eps * z[child->action];
@@ -706,7 +837,7 @@ static PyObject *Search_set_gumbel(SearchObject *s, PyObject *arg) {
     SEARCH_READY(s);
     if (!s->gumbel) return PyErr_Format(PyExc_RuntimeError, "set_gumbel needs root='gumbel'");
     Py_buffer noise;
-    Py_ssize_t A = s->rules->r.naction;
+    Py_ssize_t A = s->naction;
     if (get_array(arg, &noise, 4, s->num_trees * A, 0, "noise (float32)") < 0) return NULL;
     const float *g = (const float *)noise.buf;
     for (Py_ssize_t j = 0; j < s->num_trees * A; j++)
@@ -732,7 +863,7 @@ static PyObject *Search_root_policy(SearchObject *s, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO", &o_policy, &o_actions)) return NULL;
     if (!s->gumbel) return PyErr_Format(PyExc_RuntimeError, "root_policy needs root='gumbel'");
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "root_policy between select and backup");
-    Py_ssize_t A = s->rules->r.naction;
+    Py_ssize_t A = s->naction;
     Py_buffer policy, actions;
     if (get_array(o_policy, &policy, 4, s->num_trees * A, 1, "policy (float32)") < 0) return NULL;
     if (get_array(o_actions, &actions, 8, s->num_trees, 1, "actions (int64)") < 0) {
@@ -785,7 +916,7 @@ static float root_edge(const Node *c, int what) {
 /* Writes root_edge(what) of each root move into the float32 (num_trees, A)
  * array `out` (0 for other actions and trees without an expanded root). */
 static int fill_root_table(SearchObject *s, PyObject *out, int what, const char *name) {
-    Py_ssize_t A = s->rules->r.naction;
+    Py_ssize_t A = s->naction;
     Py_buffer table;
     if (get_array(out, &table, 4, s->num_trees * A, 1, name) < 0) return -1;
     memset(table.buf, 0, (size_t)table.len);
@@ -854,6 +985,7 @@ static PyObject *Search_clear(SearchObject *s, PyObject *arg) {
     if (i < 0) return NULL;
     if (s->num_leaves) return PyErr_Format(PyExc_RuntimeError, "clear between select and backup");
     s->trees[i].has_root = 0;
+    tree_release_games(&s->trees[i]);
     s->trees[i].num_nodes = 0;
     Py_RETURN_NONE;
 }

@@ -1,20 +1,21 @@
-"""Batched AlphaZero search: the C tree (``minichess_envs._core.Search``) plus a network evaluator.
+"""AlphaZero's batched search: one C tree (``minichess_envs._core.Search``) for every game, plus a network.
 
-Many positions are searched together, and each tree may keep several leaves
-waiting (virtual loss), so one network call evaluates a whole batch of leaves.
-A cache keyed by a hash of the observation skips positions the network has
-already seen with the same weights.
+Many games are searched together, and each tree may keep several leaves waiting
+(virtual loss), so one network call evaluates a whole batch of leaves. A chess
+variant is searched all in C (its moves are played by the engine); any other
+:class:`~agents.games.Game` keeps a game object at each node, made by
+:func:`_leaf` when the tree first reaches it. A cache keyed by a hash of the
+observation skips positions the network has already seen with the same weights.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 import numpy as np
 
 from minichess_envs import _core
-from minichess_envs.encoding import ObservationEncoding
-
 
 ROOTS = ("puct", "gumbel")
 MOVE_CHOICES = {"visits": "the most visited move",  # SearchConfig.move_choice, in words
@@ -34,23 +35,17 @@ class SearchConfig:
         called (virtual loss keeps them apart); more leaves, bigger batches.
     :param dirichlet_alpha, dirichlet_epsilon: root noise during self-play.
     :param fpu: value assumed for unvisited moves.
-    :param root: ``"puct"`` (AlphaZero: the most visited move, Dirichlet noise in
-        self-play, visit-share targets) or ``"gumbel"`` (Danihelka et al., ICLR
-        2022: Gumbel-top-k of ``gumbel_considered`` moves and sequential halving
-        at the root, the paper's deterministic choice below it; plays the
-        search's chosen move, Gumbel noise in self-play, completed-Q targets).
-        ``c_puct``, ``fpu`` and the Dirichlet settings are PUCT's only.
+    :param root: ``"puct"`` (AlphaZero: Dirichlet noise in self-play, visit-share
+        targets) or ``"gumbel"`` (Danihelka et al., ICLR 2022: Gumbel-top-k of
+        ``gumbel_considered`` moves and sequential halving at the root, the
+        paper's deterministic choice below it; plays the search's chosen move,
+        Gumbel noise in self-play, completed-Q targets). ``c_puct``, ``fpu`` and
+        the Dirichlet settings are PUCT's only.
     :param gumbel_considered: moves sampled at the root (m).
     :param c_visit, c_scale: Gumbel's sigma(q) = (c_visit + max N) * c_scale * (q + 1) / 2.
-    :param forced_playouts: KataGo's forced playouts and policy target pruning
-        (Wu, 2019, section 3.2; KataGo uses 2), PUCT searches with root noise
-        only: each root move that has been visited gets at least
-        ``sqrt(forced_playouts * P * sum N)`` visits, and the training target
-        takes back those PUCT would not have given (:func:`prune_policy_target`).
-        0: off.
     :param move_choice: the move a PUCT search plays: ``"visits"``, the most
         visited (AlphaZero); ``"lcb"``, KataGo's choice by lower confidence
-        bound (:func:`choose_actions`).
+        bound (:func:`chosen_actions`).
     :param lcb_stdevs, lcb_min_share: the bound's width in standard errors, and
         the share of the most visited move's visits a move needs to be chosen
         by it (KataGo: 5 and 0.15).
@@ -67,7 +62,6 @@ class SearchConfig:
     gumbel_considered: int = 16
     c_visit: float = 50.0
     c_scale: float = 1.0
-    forced_playouts: float = 0.0
     move_choice: str = "visits"
     lcb_stdevs: float = 5.0
     lcb_min_share: float = 0.15
@@ -75,16 +69,18 @@ class SearchConfig:
     def __post_init__(self):
         if self.root not in ROOTS:
             raise ValueError(f"SearchConfig.root must be one of {', '.join(ROOTS)}, got {self.root!r}")
-        m = self.gumbel_considered
-        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-            raise ValueError(f"SearchConfig.gumbel_considered must be an integer >= 1, got {m!r}")
-        for name in ("c_visit", "c_scale", "forced_playouts", "lcb_stdevs", "lcb_min_share"):
+        for name in ("simulations", "gumbel_considered", "leaves_per_tree"):
+            value = getattr(self, name)
+            low = 0 if name == "simulations" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= 10**6:
+                raise ValueError(f"SearchConfig.{name} must be an integer in [{low}, 1000000], got {value!r}")
+        for name in ("c_puct", "discount", "dirichlet_alpha", "dirichlet_epsilon", "c_visit", "c_scale",
+                     "lcb_stdevs", "lcb_min_share"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ValueError(f"SearchConfig.{name} must be a finite number >= 0, got {value!r}")
-        if self.forced_playouts > 0 and self.root != "puct":
-            raise ValueError(f"SearchConfig.forced_playouts is PUCT's: root={self.root!r} takes 0, "
-                             f"got {self.forced_playouts!r}")
+        if isinstance(self.fpu, bool) or not isinstance(self.fpu, (int, float)) or not -1 <= self.fpu <= 1:
+            raise ValueError(f"SearchConfig.fpu must be a number in [-1, 1], got {self.fpu!r}")
         if self.move_choice not in MOVE_CHOICES:
             raise ValueError(f"SearchConfig.move_choice must be one of {', '.join(MOVE_CHOICES)}, "
                              f"got {self.move_choice!r}")
@@ -98,19 +94,34 @@ class SearchConfig:
         kinds = {"float": float, "int": int, "str": str}
         return {f.name: kinds[f.type] for f in dataclasses.fields(cls)}
 
+    @classmethod
+    def saved_types(cls) -> dict:
+        """:meth:`setting_types` and the removed options that saved settings may still hold."""
+        return {**cls.setting_types(), "forced_playouts": float}
+
+    @classmethod
+    def from_dict(cls, settings: dict) -> SearchConfig:
+        """Settings as saved; an option removed since (forced playouts, docs/decisions.md) is dropped
+        where it was off and refused where it was on."""
+        settings = dict(settings)
+        forced = settings.pop("forced_playouts", 0.0)
+        if forced != 0:
+            raise ValueError(f"forced_playouts={forced!r} was removed after measurements rejected it "
+                             "(docs/decisions.md)")
+        return cls(**settings)
+
 
 @dataclasses.dataclass
 class SearchResult:
-    """What a search of ``n`` positions found, float32 ``(n, num_actions)`` arrays except ``actions``.
+    """What a search of ``n`` games found, float32 ``(n, num_actions)`` arrays except ``actions``.
 
     ``visits``: simulations through each root move; ``q``: its mean value for
-    the side to move (0 if unvisited); ``policy``: the training target (PUCT:
-    the visit shares, pruned after forced playouts (:func:`prune_policy_target`);
-    Gumbel: the improved policy softmax(log P + sigma(completed Q)) over the
-    legal moves); ``actions``: int64 ``(n,)``, the move to play
-    (PUCT: :func:`choose_actions`; Gumbel: the search's choice);
-    ``priors``: the root's P, root noise mixed in; ``value_squares``: the mean of
-    the squared values backed up through each move (with ``q``, their variance).
+    the player to move (0 if unvisited); ``policy``: the training target (PUCT:
+    the visit shares; Gumbel: the improved policy softmax(log P + sigma(completed Q))
+    over the legal moves); ``actions``: int64 ``(n,)``, the move to play (PUCT:
+    :func:`chosen_actions`; Gumbel: the search's choice); ``priors``: the root's P,
+    root noise mixed in; ``value_squares``: the mean of the squared values backed
+    up through each move (with ``q``, their variance).
     """
 
     visits: np.ndarray
@@ -189,70 +200,75 @@ class NetworkEvaluator:
         return priors.cpu().numpy(), values.float().cpu().numpy()
 
 
-def run_search(positions, evaluator, config: SearchConfig, encoding: ObservationEncoding,
-               rng: np.random.Generator | None = None, ply_limit: int | None = None):
-    """Search every position; returns ``(visits, q)`` (see :func:`search_positions`)."""
-    result = search_positions(positions, evaluator, config, encoding, rng, ply_limit)
-    return result.visits, result.q
+def _leaf(parent, action: int):
+    """A new node of the C tree for a Python game: the game after ``action`` from ``parent`` (-1: the
+    root itself), with its exact value if it is over, else its legal actions, observation and key."""
+    game = parent
+    if action >= 0:
+        game = parent.copy()
+        game.step(action)
+    if game.is_over():
+        w = game.winner()
+        return game, 0.0 if w is None else (1.0 if w == game.to_play() else -1.0), None, None, None
+    return game, None, game.legal_actions(), np.ascontiguousarray(game.observation(), np.float32), game.key()
 
 
-def search_positions(positions, evaluator, config: SearchConfig, encoding: ObservationEncoding,
-                     rng: np.random.Generator | None = None, ply_limit: int | None = None) -> SearchResult:
-    """Search every position (none may be game-over) with ``config.simulations`` simulations each.
+def search(games: Sequence, evaluator, config: SearchConfig, rng: np.random.Generator | None = None) -> SearchResult:
+    """Search every game (none may be over) with ``config.simulations`` simulations each.
 
     With ``rng`` the root gets noise for self-play exploration: Dirichlet noise
     mixed into the priors (PUCT), or Gumbel noise on the logits (Gumbel; the
     chosen move is then a sample of the improved policy). Without, the search is
-    deterministic. Forced playouts (``config.forced_playouts``) go with the
-    Dirichlet noise: a search without ``rng`` has none.
+    deterministic. The first round expands the roots, the noise goes on right
+    after, then rounds of ``leaves_per_tree`` leaves per tree until every root
+    has ``simulations`` visits.
     """
-    n = len(positions)
-    variant = encoding.variant
-    rules = variant.rules
-    A = rules.num_actions
+    games = list(games)
+    if not games:
+        raise ValueError("search needs at least one game")
+    n, first = len(games), games[0]
+    A, shape = first.num_actions, tuple(first.observation_shape)
     gumbel = config.root == "gumbel"
-    search = _core.Search(rules, n, c_puct=config.c_puct, discount=config.discount, fpu=config.fpu,
-                          ply_limit=variant.ply_limit if ply_limit is None else ply_limit,
-                          history=encoding.history, last_move=encoding.last_move, root=config.root,
-                          considered=config.gumbel_considered, c_visit=config.c_visit, c_scale=config.c_scale,
-                          forced=forced_playouts(config, rng))
-    for i, position in enumerate(positions):
-        search.set_root(i, position)
+    options, _ = first.tree_root()
+    if options.get("rules") is None:  # a Python game: the tree keeps its nodes' games and makes leaves with _leaf
+        options = dict(options, num_actions=A, observation_size=int(np.prod(shape)), leaf=_leaf)
+    tree = _core.Search(num_trees=n, c_puct=config.c_puct, discount=config.discount, fpu=config.fpu,
+                        root=config.root, considered=config.gumbel_considered, c_visit=config.c_visit,
+                        c_scale=config.c_scale, **options)
+    for i, game in enumerate(games):
+        if game.is_over():
+            raise ValueError(f"game {i} is over: nothing to search")
+        tree.set_root(i, game.tree_root()[1])
     if gumbel and rng is not None:
-        search.set_gumbel(rng.gumbel(size=(n, A)).astype(np.float32))
+        tree.set_gumbel(rng.gumbel(size=(n, A)).astype(np.float32))
     k = max(1, config.leaves_per_tree)
-    observations = np.zeros((n * k, *encoding.shape), np.float32)
+    observations = np.zeros((n * k, *shape), np.float32)
     masks = np.zeros((n * k, A), np.int8)
     keys = np.zeros(n * k, np.uint64)
     noise_added = gumbel or rng is None or config.dirichlet_epsilon <= 0
-    while search.min_visits() < config.simulations:
+    while tree.min_visits() < config.simulations:
         # The first round expands the roots (one leaf each); noise goes on right after.
-        count = search.select(1 if not noise_added else k, config.simulations, observations, masks, keys)
+        count = tree.select(1 if not noise_added else k, config.simulations, observations, masks, keys)
         priors, values = evaluator(observations[:count], masks[:count], keys[:count])
-        search.backup(np.ascontiguousarray(priors, np.float32), np.ascontiguousarray(values, np.float32))
+        tree.backup(np.ascontiguousarray(priors, np.float32), np.ascontiguousarray(values, np.float32))
         if not noise_added:
-            search.mix_root_noise(dirichlet_noise(positions, config.dirichlet_alpha, A, rng),
-                                  config.dirichlet_epsilon)
+            tree.mix_root_noise(dirichlet_noise(games, config.dirichlet_alpha, A, rng), config.dirichlet_epsilon)
             noise_added = True
-    visits = np.zeros((n, A), np.float32)
-    q = np.zeros((n, A), np.float32)
-    search.root_stats(visits, q)
-    priors, squares = np.zeros((n, A), np.float32), np.zeros((n, A), np.float32)
-    search.root_priors(priors)
-    search.root_value_squares(squares)
+    visits, q, priors, squares = (np.zeros((n, A), np.float32) for _ in range(4))
+    tree.root_stats(visits, q)
+    tree.root_priors(priors)
+    tree.root_value_squares(squares)
     if gumbel:
         policy = np.zeros((n, A), np.float32)
         actions = np.zeros(n, np.int64)
-        search.root_policy(policy, actions)
+        tree.root_policy(policy, actions)
     else:
         policy = visits / np.maximum(visits.sum(1, keepdims=True), 1.0)
-        if forced_playouts(config, rng):
-            policy = prune_policy_target(visits, q, priors, config.c_puct, config.forced_playouts)
-        actions = choose_actions(visits, q, squares, config)
+        actions = chosen_actions(visits, q, squares, config)
     return SearchResult(visits, q, policy, actions, priors, squares)
 
 
-def choose_actions(visits: np.ndarray, q: np.ndarray, squares: np.ndarray, config: SearchConfig) -> np.ndarray:
+def chosen_actions(visits: np.ndarray, q: np.ndarray, squares: np.ndarray, config: SearchConfig) -> np.ndarray:
     """The move a PUCT search plays from each root (rows of ``visits``, ``q`` and ``squares``, the mean
     squared value backed up through each move).
 
@@ -276,45 +292,10 @@ def choose_actions(visits: np.ndarray, q: np.ndarray, squares: np.ndarray, confi
     return np.where(eligible, bound, -np.inf).argmax(1)
 
 
-def forced_playouts(config: SearchConfig, rng) -> float:
-    """The forced-playout constant a search uses: ``config.forced_playouts`` with root noise, else 0."""
-    return config.forced_playouts if rng is not None and config.dirichlet_epsilon > 0 else 0.0
-
-
-def prune_policy_target(visits: np.ndarray, q: np.ndarray, priors: np.ndarray, c_puct: float,
-                        forced_playouts: float) -> np.ndarray:
-    """Visit shares with the forced playouts taken back (KataGo's policy target pruning; Wu, 2019, 3.2).
-
-    Per row (a root: ``visits``, ``q`` and ``priors`` per action, as the search
-    left them): ``c*`` is the most visited move (the first on ties). Every other
-    move loses up to ``n_forced = sqrt(forced_playouts * P * sum N)`` visits, but
-    only as many as leave its PUCT score ``Q + c_puct * P * sqrt(sum N + 1) / (1 + N)``
-    (the root's visit count is ``sum N + 1``, as in the search) at or below
-    ``c*``'s: those visits PUCT would not have given it. A move left with one
-    visit or fewer is dropped. Returns float32 rows that sum to 1 (0 for an
-    unsearched row).
-    """
-    visits = np.asarray(visits, np.float64)
-    q = np.asarray(q, np.float64)
-    priors = np.asarray(priors, np.float64)
-    rows = np.arange(len(visits))
-    total = visits.sum(1, keepdims=True)
-    best = visits.argmax(1)
-    explore = c_puct * priors * np.sqrt(total + 1)
-    best_score = (q[rows, best] + explore[rows, best] / (1 + visits[rows, best]))[:, None]
-    gap = best_score - q
-    # the fewest visits that keep Q + explore / (1 + N) <= the best score; none if Q alone reaches it
-    wanted = np.where(gap > 0, np.ceil(explore / np.where(gap > 0, gap, 1.0) - 1.0), visits)
-    pruned = np.clip(np.maximum(np.ceil(visits - np.sqrt(forced_playouts * priors * total)), wanted), 0.0, visits)
-    pruned = np.where(pruned <= 1.0, 0.0, pruned)
-    pruned[rows, best] = visits[rows, best]
-    return (pruned / np.maximum(pruned.sum(1, keepdims=True), 1.0)).astype(np.float32)
-
-
-def dirichlet_noise(positions, alpha: float, num_actions: int, rng: np.random.Generator) -> np.ndarray:
-    """Dirichlet(alpha) over each position's legal actions, zeros elsewhere."""
-    noise = np.zeros((len(positions), num_actions), np.float32)
-    for i, position in enumerate(positions):
-        legal = position.legal_actions()
+def dirichlet_noise(games, alpha: float, num_actions: int, rng: np.random.Generator) -> np.ndarray:
+    """Dirichlet(alpha) over each game's legal actions (in its own order), zeros elsewhere."""
+    noise = np.zeros((len(games), num_actions), np.float32)
+    for i, game in enumerate(games):
+        legal = game.legal_actions()
         noise[i, legal] = rng.dirichlet([alpha] * len(legal))
     return noise

@@ -1,0 +1,202 @@
+"""The one game interface every learner, search and arena plays through.
+
+A :class:`Game` is one position of a two-player, zero-sum, turn-based game
+that can copy itself, list its legal actions, take an action, and say when the
+game is over and who won. Players are numbered 0 (moves first) and 1.
+:class:`GridGame` holds what games of marks on a grid share (Tic-Tac-Toe,
+Connect Four): a board list, Zobrist keys and the winning lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Game:
+    """One position of a two-player zero-sum game, changed in place by :meth:`step`.
+
+    Subclasses set ``name``, ``num_actions`` and ``observation_shape`` and write
+    the methods that raise ``NotImplementedError`` here.
+    """
+
+    name: str
+    num_actions: int
+    observation_shape: tuple[int, int, int]
+
+    def copy(self) -> Game:
+        raise NotImplementedError
+
+    def to_play(self) -> int:
+        """The player to move, 0 or 1."""
+        raise NotImplementedError
+
+    def legal_actions(self) -> list[int]:
+        """The legal actions in the game's own order (the search's children and root noise follow it)."""
+        raise NotImplementedError
+
+    def step(self, action: int) -> None:
+        """Play ``action``; ``ValueError`` if it is illegal or the game is over."""
+        raise NotImplementedError
+
+    def is_over(self) -> bool:
+        raise NotImplementedError
+
+    def winner(self) -> int | None:
+        """The winning player of a finished game, ``None`` for a draw (or a game going on)."""
+        raise NotImplementedError
+
+    def observation(self) -> np.ndarray:
+        """float32 ``observation_shape`` planes, from the view of the player to move."""
+        raise NotImplementedError
+
+    def key(self) -> int:
+        """A 64-bit hash of everything :meth:`observation` shows (the network cache's key)."""
+        raise NotImplementedError
+
+    def legal_mask(self) -> np.ndarray:
+        """int8 ``(num_actions,)``: 1 for every legal action."""
+        mask = np.zeros(self.num_actions, np.int8)
+        mask[self.legal_actions()] = 1
+        return mask
+
+    def action_name(self, action: int) -> str:
+        """An action as records and people read it (chess: UCI)."""
+        return str(action)
+
+    @classmethod
+    def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
+        """The board's symmetries as ``(quarter_turns, flip, action_permutation)``, the identity first: the
+        image of an observation ``o`` (``(H, W, C)``) is ``np.rot90(np.fliplr(o) if flip else o, quarter_turns)``
+        and of a policy ``p``, ``p[action_permutation]``. The identity alone unless a game says more."""
+        return [(0, False, np.arange(cls.num_actions))]
+
+    def tree_root(self) -> tuple[dict, object]:
+        """How the search tree holds this game: ``_core.Search``'s keyword arguments and the root to set.
+        A Python game is kept as a copy at the root (``rules=None``); chess variants override this
+        so that the tree plays their moves in C."""
+        return {"rules": None}, self.copy()
+
+
+def terminal_value(game: Game) -> float:
+    """A finished game's value for the player to move: 1 win, -1 loss, 0 draw."""
+    w = game.winner()
+    return 0.0 if w is None else (1.0 if w == game.to_play() else -1.0)
+
+
+def play(game_class, actions) -> Game:
+    """A game after the given actions from its start."""
+    game = game_class()
+    for a in actions:
+        game.step(int(a))
+    return game
+
+
+def zobrist_keys(cells: int, seed: int) -> list[list[int]]:
+    """Fixed 64-bit random numbers per (cell, player): keys that are the same in every process."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 2**63, size=(cells, 2), dtype=np.int64)
+    return [[int(a) * 2 + 1, int(b) * 2] for a, b in table]
+
+
+def winning_lines(height: int, width: int, length: int) -> list[list[tuple[int, ...]]]:
+    """For every cell, the winning lines (``length`` in a row, any direction) that pass through it."""
+    through: list[list[tuple[int, ...]]] = [[] for _ in range(height * width)]
+    for r in range(height):
+        for c in range(width):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1)):
+                cells = [(r + i * dr, c + i * dc) for i in range(length)]
+                if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
+                    line = tuple(rr * width + cc for rr, cc in cells)
+                    for cell in line:
+                        through[cell].append(line)
+    return through
+
+
+class GridGame(Game):
+    """Marks on a grid, ``length`` in a row wins: ``board`` (0 empty, 1 and 2 the players' marks,
+    row-major as PettingZoo keeps it), ``moves`` played and ``result`` (None going on, -1 draw, 0 or 1).
+    Observation: PettingZoo's planes, the mover's marks then the opponent's."""
+
+    height: int
+    width: int
+    lines: list  # per cell, the winning lines through it
+    zobrist: list
+
+    __slots__ = ("board", "moves", "result", "hash")
+
+    def __init__(self):
+        self.board = [0] * (self.height * self.width)
+        self.moves = 0
+        self.result = None
+        self.hash = 0
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        return (self.height, self.width, 2)
+
+    def copy(self):
+        other = object.__new__(type(self))
+        other.board = self.board[:]
+        other.moves, other.result, other.hash = self.moves, self.result, self.hash
+        return other
+
+    def to_play(self) -> int:
+        return self.moves & 1
+
+    def is_over(self) -> bool:
+        return self.result is not None
+
+    def winner(self) -> int | None:
+        return None if self.result is None or self.result < 0 else self.result
+
+    def observation(self) -> np.ndarray:
+        b = np.frombuffer(bytes(self.board), np.int8).reshape(self.height, self.width)
+        me = 1 + self.to_play()
+        out = np.empty((self.height, self.width, 2), np.float32)
+        out[..., 0] = b == me
+        out[..., 1] = b == 3 - me
+        return out
+
+    def key(self) -> int:
+        return self.hash
+
+    @classmethod
+    def from_observation(cls, observation: np.ndarray):
+        """The position PettingZoo's observation shows (the mover's marks, then the opponent's):
+        the marks' count says who moves, so the board is all there is."""
+        planes = np.asarray(observation).reshape(cls.height, cls.width, 2) > 0
+        mover_first = planes[..., 0].sum() == planes[..., 1].sum()
+        first, second = (planes[..., 0], planes[..., 1]) if mover_first else (planes[..., 1], planes[..., 0])
+        game = cls()
+        game.board = (first.astype(np.int8) + 2 * second.astype(np.int8)).ravel().tolist()
+        game.moves = int(first.sum() + second.sum())
+        for cell, mark in enumerate(game.board):
+            if mark:
+                game.hash ^= cls.zobrist[cell][mark - 1]
+        for mark in (1, 2):
+            if any(all(game.board[c] == mark for c in line) for lines in cls.lines for line in lines):
+                game.result = mark - 1
+        if game.result is None and game.moves == len(game.board):
+            game.result = -1
+        return game
+
+    def _place(self, cell: int) -> None:
+        player = self.moves & 1
+        mark = player + 1
+        self.board[cell] = mark
+        self.hash ^= self.zobrist[cell][player]
+        self.moves += 1
+        board = self.board
+        for line in self.lines[cell]:
+            for c in line:
+                if board[c] != mark:
+                    break
+            else:
+                self.result = player
+                return
+        if self.moves == len(board):
+            self.result = -1
+
+    def __repr__(self) -> str:
+        rows = ["".join(".XO"[v] for v in self.board[r * self.width:(r + 1) * self.width]) for r in range(self.height)]
+        return f"{type(self).__name__}({'/'.join(rows)})"

@@ -1,0 +1,91 @@
+"""The search's move choice by lower confidence bound (KataGo), the statistics behind it, and the
+settings a search refuses."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from agents.alphazero.search import SearchConfig, chosen_actions, search
+from agents.games.chess import chess_games
+from minichess_envs import Position
+from minichess_envs.encoding import ObservationEncoding
+
+
+def peaked_evaluator(observations, masks, keys):
+    """Priors and values drawn from a hash of the observation, far from uniform (softmax of
+    3 * normal logits), so that some moves get few visits."""
+    priors = np.zeros(masks.shape, np.float32)
+    values = np.zeros(len(masks), np.float32)
+    for j in range(len(masks)):
+        rng = np.random.default_rng(zlib.crc32(observations[j].tobytes()))
+        logits = np.where(masks[j] > 0, 3.0 * rng.standard_normal(masks.shape[1]), -np.inf)
+        priors[j] = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+        values[j] = rng.uniform(-0.6, 0.6)
+    return priors, values
+
+
+def _positions(variant: str, count: int, seed: int) -> list[Position]:
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        p = Position(variant)
+        for _ in range(int(rng.integers(0, 8))):
+            p.push_action(int(rng.choice(p.legal_actions())))
+            if p.is_game_over():
+                break
+        if not p.is_game_over():
+            out.append(p)
+    return out
+
+
+def test_the_lcb_choice_matches_a_hand_computed_case():
+    """lcb_stdevs 5, lcb_min_share 0.15. Row 0: move 1 (400 visits, Q 0.5, mean square 0.34: variance
+    (400 * 0.09 + 1) / 401 = 0.0923, bound 0.5 - 5 * sqrt(0.0923 / 400) = 0.4240) beats the most
+    visited move 0 (900 visits, Q 0.3, mean square 0.18: variance (900 * 0.09 + 1) / 901 = 0.0910,
+    bound 0.3 - 5 * 0.01006 = 0.2497); move 2 (Q 0.9) has 100 visits, under 0.15 * 900 = 135. Row 1:
+    move 1 has only 3 visits and equal values (Q 0.6, variance 1 / 4): bound 0.6 - 5 * sqrt(0.25 / 3)
+    = -0.843, so the most visited move (20 visits, Q 0.1, variance (20 * 0.01 + 1) / 21: bound
+    0.1 - 5 * 0.0535 = -0.167) stays; with "visits" the most visited is played in both rows."""
+    visits = np.array([[900, 400, 100], [20, 3, 0]], np.float32)
+    q = np.array([[0.3, 0.5, 0.9], [0.1, 0.6, 0.0]], np.float32)
+    squares = np.array([[0.18, 0.34, 0.82], [0.02, 0.36, 0.0]], np.float32)
+    assert chosen_actions(visits, q, squares, SearchConfig(move_choice="lcb")).tolist() == [1, 0]
+    assert chosen_actions(visits, q, squares, SearchConfig()).tolist() == [0, 0]
+    assert chosen_actions(visits, q, squares, SearchConfig(move_choice="lcb", lcb_min_share=0.1)).tolist() == [2, 0]
+
+
+def test_value_squares_bound_the_values_and_the_lcb_move_differs_somewhere():
+    """The mean squared values behind the lcb choice are at least Q ** 2 (Jensen) and at most 1, and
+    the lcb choice differs from the most visited move somewhere."""
+    encoding = ObservationEncoding("gardner")
+    positions = _positions("gardner", 8, seed=1)
+    config = SearchConfig(simulations=200, leaves_per_tree=4, move_choice="lcb", lcb_min_share=0.05)
+    c = search(chess_games(positions, encoding), peaked_evaluator, config)
+    assert (c.value_squares >= c.q * c.q - 1e-6).all() and (c.value_squares <= 1.0).all()
+    assert (c.value_squares[c.visits > 0] > 0).any()
+    assert (c.actions != c.visits.argmax(1)).any()
+    np.testing.assert_array_equal(c.actions, chosen_actions(c.visits, c.q, c.value_squares, config))
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(move_choice="best"), "move_choice must be one of visits, lcb"),
+    (dict(move_choice="lcb", root="gumbel"), "is PUCT's"),
+    (dict(lcb_stdevs=-1.0), "lcb_stdevs must be a finite number >= 0"),
+    (dict(lcb_min_share=float("nan")), "lcb_min_share must be a finite number >= 0"),
+    (dict(c_puct=float("nan")), "c_puct must be a finite number >= 0"),
+    (dict(simulations=10**12), "simulations must be an integer in"),
+    (dict(simulations=True), "simulations must be an integer in"),
+    (dict(fpu=2.0), "fpu must be a number in"),
+])
+def test_bad_search_settings_are_refused(settings, message):
+    with pytest.raises(ValueError, match=message):
+        SearchConfig(**settings)
+
+
+def test_settings_saved_with_a_removed_option_load_only_where_it_was_off():
+    assert SearchConfig.from_dict({"simulations": 8, "forced_playouts": 0.0}) == SearchConfig(simulations=8)
+    with pytest.raises(ValueError, match="forced_playouts=2.0 was removed"):
+        SearchConfig.from_dict({"forced_playouts": 2.0})
