@@ -4,9 +4,9 @@
 
 Feeds mutated FENs, raw boards of random bytes, random moves and actions,
 observations with random history, batches with random perspectives and a few
-tree searches. Every call must either work or raise a ValueError/TypeError
-(FenError and IllegalMoveError are ValueErrors); anything else, or a sanitizer
-report, is a bug. Exits 0 after printing a one-line summary.
+tree searches (every method and getter of ``_core.Search``). Every call must
+either work or raise a ValueError/TypeError (FenError and IllegalMoveError are
+ValueErrors); anything else, or a sanitizer report, is a bug. Exits 0 after printing a one-line summary.
 """
 
 from __future__ import annotations
@@ -117,12 +117,11 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
             counts["batches"] += 1
         except ValueError:
             assert (np.abs(persp.astype(int)) > 1).any() or persp.min() < -1
-        # a small search with random priors and values, PUCT (forced playouts or not) or Gumbel at the root
+        # a small search with random priors and values, PUCT or Gumbel at the root
         if rng.random() < 0.2:
             gumbel = rng.random() < 0.5
-            forced = 0.0 if gumbel else rng.choice([0.0, 2.0])
             search = _core.Search(v.rules, 2, ply_limit=rng.randint(1, 50), history=history, last_move=True,
-                                  root="gumbel" if gumbel else "puct", considered=rng.randint(1, 20), forced=forced)
+                                  root="gumbel" if gumbel else "puct", considered=rng.randint(1, 20))
             for i, b in enumerate(batch[:2]):
                 search.set_root(i, b)
             values_rng = np.random.default_rng(rng.randrange(2**32))
@@ -141,6 +140,12 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
             search.root_priors(np.empty_like(visits))
             if gumbel:
                 search.root_policy(np.empty_like(visits), np.empty(2, np.int64))
+            # the entry points the searches above leave out: the getters, and a tree cleared mid-search
+            assert search.num_trees == 2 and search.pending == 0
+            search.clear(rng.randrange(2))
+            n = search.select(k, rng.randint(1, 40), sobs, smasks, keys)
+            search.backup(values_rng.random((n, v.num_actions), np.float32),
+                          values_rng.uniform(-1, 1, n).astype(np.float32))
             counts["searches"] += 1
     return counts
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
+from minichess_envs.extras import extra_hint
 from minichess_envs.players import check_player, legal_action
 
 if not getattr(sys.modules.get("agents"), "MINICHESS_AGENTS", False):
@@ -34,6 +36,8 @@ if not getattr(sys.modules.get("agents"), "MINICHESS_AGENTS", False):
 
 MANIFEST = "agent.json"
 MANIFEST_VERSION = 1
+#: The largest ``agent.json`` read (one is well under a kilobyte): a bigger file is refused unread.
+MAX_MANIFEST_BYTES = 1 << 20
 
 
 class Agent:
@@ -110,7 +114,8 @@ def agent_class(name: str) -> type:
     cls = AGENT_TYPES[name]
     if cls is None:  # a shipped class: its module is ours
         module_name, _, class_name = name.partition(":")
-        cls = getattr(importlib.import_module(module_name), class_name)
+        with extra_hint(f"the agent type {name}"):  # torch and the like: name the extra that installs them
+            cls = getattr(importlib.import_module(module_name), class_name)
         AGENT_TYPES[name] = cls
     return cls
 
@@ -142,9 +147,14 @@ def read_manifest(path: str) -> dict:
         raise ValueError(f"no saved agent at {path!r}: {file} does not exist")
     try:
         with open(file, encoding="utf-8") as f:
-            manifest = json.load(f)
+            text = f.read(MAX_MANIFEST_BYTES + 1)
+        if len(text) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"longer than {MAX_MANIFEST_BYTES} characters")
+        manifest = json.loads(text)
     except (OSError, ValueError) as exc:  # ValueError: bad JSON and bad UTF-8 alike
         raise ValueError(f"corrupt agent manifest {file}: {type(exc).__name__}: {exc}") from None
+    except RecursionError:  # json's parser recurses per nesting level
+        raise ValueError(f"corrupt agent manifest {file}: JSON nested too deeply") from None
     if not isinstance(manifest, dict):
         raise ValueError(f"corrupt agent manifest {file}: expected a JSON object, got {type(manifest).__name__}")
     if manifest.get("format") != MANIFEST_VERSION:
@@ -158,12 +168,14 @@ def read_manifest(path: str) -> dict:
     return manifest
 
 
-def check_settings(path: str, settings: dict, required: dict, optional: dict | None = None) -> dict:
-    """``settings`` after checking each key's type; ``ValueError`` naming the manifest file and the key.
+def check_settings(path: str, settings: dict, required: dict, optional: dict | None = None,
+                   bounds: dict | None = None) -> dict:
+    """``settings`` after checking each key's type and range; ``ValueError`` naming the manifest file and the key.
 
     ``required`` and ``optional`` map keys to a type or tuple of types (``None`` allows null);
-    ``bool`` is never accepted for an ``int`` or ``float``. Checked at load so that a bad
-    setting fails there, not at the first move.
+    ``bool`` is never accepted for an ``int`` or ``float``, nor NaN or an infinity for a ``float``.
+    ``bounds`` maps keys to inclusive ``(low, high)`` ranges (either ``None``: open). Checked at
+    load so that a bad setting fails there, not at the first move.
     """
     file = manifest_file(path)
     optional = optional or {}
@@ -183,6 +195,12 @@ def check_settings(path: str, settings: dict, required: dict, optional: dict | N
         if not ok:
             names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
             raise ValueError(f"bad agent manifest {file}: setting {key!r} must be {names}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # json reads NaN and Infinity
+            raise ValueError(f"bad agent manifest {file}: setting {key!r} must be finite, got {value!r}")
+        low, high = (bounds or {}).get(key, (None, None))
+        if value is not None and ((low is not None and value < low) or (high is not None and value > high)):
+            raise ValueError(f"bad agent manifest {file}: setting {key!r} must lie in "
+                             f"{'-inf' if low is None else low}..{'inf' if high is None else high}, got {value!r}")
     return settings
 
 
@@ -191,16 +209,20 @@ def load(path: str) -> Agent:
 
     Only registered agent types are built (:data:`AGENT_TYPES`); what they read is data
     (JSON settings, tensors), so loading an agent from a stranger runs none of its code.
-    Any problem is a ``ValueError`` naming the file.
+    Any problem is a ``ValueError`` naming the file, except a missing optional dependency:
+    :class:`~minichess_envs.extras.MissingExtraError`, naming the extra to install.
     """
     manifest = read_manifest(path)
+    purpose = f"loading the saved agent in {manifest_file(path)}"
     try:
-        cls = agent_class(manifest["class"])
+        with extra_hint(purpose):
+            cls = agent_class(manifest["class"])
     except ValueError as exc:
         raise ValueError(f"agent manifest {manifest_file(path)}: {exc}") from None
     directory = (os.path.dirname(path) or ".") if os.path.basename(path) == MANIFEST else path
     try:
-        return cls.load(directory)
+        with extra_hint(purpose):  # a class may import its optional dependencies in load()
+            return cls.load(directory)
     except ValueError as exc:
         if os.path.normpath(directory) in str(exc) or directory in str(exc):
             raise

@@ -21,6 +21,9 @@ from minichess_envs.engine import PIECE_VALUES, captured_values, move_from, move
 
 MATE = 100_000
 _INF = 10 * MATE
+#: The deepest search a saved agent's ``agent.json`` may ask for (the command line's bound too): depth 4
+#: already takes minutes on 8x8 and each further ply multiplies the time by the branching factor.
+MAX_DEPTH = 8
 
 
 def _ordered(pos, codes):
@@ -113,5 +116,5 @@ class MinimaxAgent(Agent):
     @classmethod
     def load(cls, path: str) -> MinimaxAgent:
         settings = check_settings(path, read_manifest(path)["settings"], {"depth": int},
-                                  {"seed": (int, None), "name": (str, None)})
+                                  {"seed": (int, None), "name": (str, None)}, bounds={"depth": (1, MAX_DEPTH)})
         return cls(**settings)

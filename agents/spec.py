@@ -5,26 +5,94 @@ MinimaxAgent(name='minimax-d3')
 
 The forms: ``random``, ``greedy``, ``minimax[:DEPTH]``, ``fairy-stockfish[:NODES]``,
 ``stockfish[:NODES]`` (standard chess), ``perfect`` (tablebase play, 3x3), or the
-directory of a saved agent (``agents.load``).
+directory of a saved agent (``agents.load``). Built-in forms are read without regard
+to case or surrounding spaces; :func:`check_limits` bounds their search, and every
+entry point (web app, command line, leaderboard) builds agents through it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from agents.base import MANIFEST, Agent, load
+from agents.minimax import MAX_DEPTH as MINIMAX_MAX_DEPTH
 from minichess_envs.variants import Variant, get_variant
 
 #: The built-in forms, for help texts and error messages.
 SPEC_FORMS = ("random", "greedy", "minimax[:DEPTH]", "fairy-stockfish[:NODES]", "stockfish[:NODES]", "perfect")
+ENGINES = ("fairy-stockfish", "stockfish")
+#: Digits a spec's number may have: more cannot be a sensible search and ``int()`` of thousands is slow.
+MAX_DIGITS = 12
 
 
-def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, allow_paths: bool = True) -> Agent:
+@dataclasses.dataclass(frozen=True)
+class SpecLimits:
+    """The largest minimax ``depth`` and engine ``nodes`` a spec may ask for (``None``: no bound).
+
+    ``where`` names who sets the limits, for the error message.
+    """
+
+    depth: int | None = None
+    nodes: int | None = None
+    where: str = "this program"
+
+
+#: ``minichess serve``: what a stranger's browser may ask for (minimax deeper than 4 takes minutes on 8x8).
+SERVER_LIMITS = SpecLimits(depth=4, nodes=1_000_000, where="this server")
+#: The command line and experiments: a typo such as ``minimax:99`` must not start a search that never ends
+#: (the depth bound is the one a saved minimax agent's ``agent.json`` is held to).
+LOCAL_LIMITS = SpecLimits(depth=MINIMAX_MAX_DEPTH, nodes=10**9, where="the command line")
+
+
+def parse_spec(spec: str) -> str:
+    """``spec`` normalised: a built-in form in lower case with its number as digits, else ``spec`` stripped.
+
+    ``ValueError`` for a non-string or empty spec, or a built-in form with a bad number;
+    a path is returned as given (less surrounding spaces) and checked when loaded.
+    """
+    return _parse(spec)[0]
+
+
+def check_limits(spec: str, limits: SpecLimits | None) -> str:
+    """:func:`parse_spec`, then ``ValueError`` if the search asked for is over ``limits``; returns the normal form."""
+    text, kind, number = _parse(spec)
+    if limits is None:
+        return text
+    if kind == "minimax" and limits.depth is not None and number > limits.depth:
+        raise ValueError(f"minimax depth {number} is more than {limits.where} allows ({limits.depth})")
+    if kind in ENGINES and limits.nodes is not None and number > limits.nodes:
+        raise ValueError(f"{kind} with {number:,} nodes is more than {limits.where} allows ({limits.nodes:,})")
+    return text
+
+
+def _parse(spec) -> tuple[str, str | None, int | None]:
+    """``(normal form, built-in kind or None, its depth or node count)``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"an agent spec must be a non-empty string, not {spec!r}")
+    spec = spec.strip()
+    kind, colon, arg = spec.partition(":")
+    kind = kind.strip().lower()
+    arg = arg.strip()
+    if kind in ("random", "greedy", "perfect") and not colon:
+        return kind, kind, None
+    if kind == "minimax":
+        depth = _positive(spec, arg, 2, "depth")
+        return (f"minimax:{depth}" if colon else kind), kind, depth
+    if kind in ENGINES:
+        nodes = _positive(spec, arg, 1000, "node count")
+        return (f"{kind}:{nodes}" if colon else kind), kind, nodes
+    return spec, None, None
+
+
+def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, allow_paths: bool = True,
+              limits: SpecLimits | None = LOCAL_LIMITS) -> Agent:
     """A new agent for ``variant`` from its spec (see the module docstring).
 
-    ``ValueError`` names the problem: an unknown form, a bad number, an engine
-    that does not play the variant, a saved agent trained for another variant.
-    With ``allow_paths=False`` only the built-in forms are accepted.
+    ``ValueError`` names the problem: an unknown form, a bad number, a search over
+    ``limits`` (:func:`check_limits`), an engine that does not play the variant, a
+    saved agent trained for another variant. With ``allow_paths=False`` only the
+    built-in forms are accepted.
     """
     from agents.greedy import GreedyAgent
     from agents.minimax import MinimaxAgent
@@ -32,12 +100,9 @@ def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, all
     from agents.uci import UCIEngineAgent
 
     v = get_variant(variant)
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"an agent spec must be a non-empty string, not {spec!r}")
-    spec = spec.strip()
-    kind, _, arg = spec.partition(":")
-    kind = kind.lower()
-    if kind in ("random", "greedy", "perfect") and not arg:
+    spec = check_limits(spec, limits)  # normalised before the check: "MINIMAX:9" is "minimax:9"
+    _, kind, number = _parse(spec)
+    if kind in ("random", "greedy", "perfect"):
         if kind == "random":
             return RandomAgent(seed)
         if kind == "greedy":
@@ -48,9 +113,9 @@ def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, all
             raise ValueError(f"'perfect' plays from the tablebase, which exists for 3x3 only, not {v.name!r}")
         return PerfectAgent(v.name, seed)
     if kind == "minimax":
-        return MinimaxAgent(_positive(spec, arg, 2, "depth"), seed)
-    if kind in ("fairy-stockfish", "stockfish"):
-        return UCIEngineAgent(v.name, kind, nodes=_positive(spec, arg, 1000, "node count"))
+        return MinimaxAgent(number, seed)
+    if kind in ENGINES:
+        return UCIEngineAgent(v.name, kind, nodes=number)
     if allow_paths and (os.path.isdir(spec) or os.path.basename(spec) == MANIFEST):
         return load_for_variant(spec, v)
     forms = ", ".join(SPEC_FORMS) + (" or a saved agent's directory" if allow_paths else "")
@@ -70,21 +135,35 @@ def load_for_variant(path: str, variant: str | Variant) -> Agent:
 def saved_agents(root: str) -> dict[str, str]:
     """``{name: directory}`` of every saved agent (a directory with ``agent.json``) under ``root``.
 
-    Names are the directories relative to ``root``; nothing is loaded.
+    Names are the directories relative to ``root``; nothing is loaded. Symbolic links to
+    directories are followed (runs kept on another disk, a ``best`` link to one run: each
+    name is listed), except a link to a directory it is already inside, which would loop.
     """
     found = {}
     if not os.path.isdir(root):
         return found
-    for directory, subdirs, files in os.walk(root):
+    inside = {root: frozenset([os.path.realpath(root)])}  # directory -> the real directories on its path
+    for directory, subdirs, files in os.walk(root, followlinks=True):
         subdirs.sort()
         if MANIFEST in files:
             found[os.path.relpath(directory, root)] = directory
+        kept = []
+        for name in subdirs:
+            real = os.path.realpath(os.path.join(directory, name))
+            if real not in inside[directory]:  # else a loop (a link up to a parent, or a cycle of links)
+                kept.append(name)
+                inside[os.path.join(directory, name)] = inside[directory] | {real}
+        subdirs[:] = kept
+        del inside[directory]  # walked top-down: no longer needed
     return found
 
 
 def _positive(spec: str, text: str, default: int, what: str) -> int:
     if not text:
         return default
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"agent {spec!r}: the {what} must be a positive integer, not {text!r}")
+    # isascii: "²".isdigit() is true but int("²") fails; the length check comes before int()
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > MAX_DIGITS or int(text) < 1:
+        shown = text if len(text) <= 20 else f"{text[:20]}... ({len(text)} characters)"
+        raise ValueError(f"agent {spec[:40]!r}: the {what} must be a positive integer of at most "
+                         f"{MAX_DIGITS} digits, not {shown!r}")
     return int(text)

@@ -47,4 +47,17 @@ def load_network(path: str, net_class: type, config_class: type, what: str) -> t
         net.load_state_dict(weights["model"])
     except Exception as exc:  # missing, truncated or foreign files raise many kinds of errors
         raise ValueError(f"corrupt {what} weights {file}: {type(exc).__name__}: {exc}") from None
+    check_finite(net.state_dict(), f"{what} weights {file}")
     return net
+
+
+def check_finite(tensors: dict, what: str) -> None:
+    """``ValueError`` naming ``what`` and the tensor if a floating-point tensor holds a NaN or an infinity.
+
+    A checksum shows the file is the one saved, not that its numbers are usable: a NaN would only surface
+    as a NaN policy (or an error far from the file) at the first move.
+    """
+    for name, tensor in tensors.items():
+        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(f"{what}: tensor {name!r} holds {bad} NaN or infinite value(s)")

@@ -26,7 +26,8 @@ cost: env steps (PPO: a learner move plus the random reply; AlphaZero:
 self-play positions, one ply each), training wall-clock without evaluation,
 and the CPU cores the run used.
 
-Writes runs/compare/report.md and compare.csv (and h2h.csv) and prints the table.
+Writes runs/compare/report.md, compare.csv (and h2h.csv) and compare.png (the win rates against random with
+their intervals) and prints the table; progress bars show the games played as it goes.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 
 import agents  # noqa: E402
 from agents.arena import game_seed, play_game, tally  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
+from agents.evaluation import RandomMatch, versus_random  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.reports import BASELINES, baseline_agent, markdown_table  # noqa: E402
-from agents.runs import checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
+from agents.reports import BASELINES, baseline_agent, interval_bars_plot, markdown_table  # noqa: E402
+from agents.runs import Progress, checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
 
 COLORS = ("white", "black")
 
@@ -180,11 +181,27 @@ def train_seconds(metrics: list[dict]) -> float:
 # -- the protocol ---------------------------------------------------------------------------------
 
 
+def versus_random_shown(agent, variant: str, games: int, color: str, bar: Progress, done: int) -> RandomMatch:
+    """``versus_random(agent, variant, games, color, seed=0)``, played in its own batches of 250 games so that
+    ``bar`` moves after each (game ``i`` has seed ``i`` and batches start at multiples of 250 either way, so the
+    games are the same)."""
+    parts = []
+    for first in range(0, games, 250):
+        parts.append(versus_random(agent, variant, games=min(250, games - first), color=color, seed=first))
+        bar.update(done + first + parts[-1].games, f"as {color}")
+    total = sum(m.games for m in parts)
+    return RandomMatch(parts[0].variant, color, sum(m.wins for m in parts), sum(m.draws for m in parts),
+                       sum(m.losses for m in parts), sum(m.truncated for m in parts),
+                       sum(m.mean_plies * m.games for m in parts) / total)
+
+
 def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:
     row = {"variant": variant, "player": player.label}
     t = time.perf_counter()
-    for color in COLORS:
-        match = versus_random(player.agent, variant, games=args.games, color=color, seed=0)
+    with Progress(2 * args.games, f"{variant}: {player.label} vs random", unit="game") as bar:
+        matches = [versus_random_shown(player.agent, variant, args.games, color, bar, k * args.games)
+                   for k, color in enumerate(COLORS)]
+    for color, match in zip(COLORS, matches):
         lo, hi = match.win_interval
         row.update({f"vs_random_{color}_wins": match.wins, f"vs_random_{color}_draws": match.draws,
                     f"vs_random_{color}_losses": match.losses, f"vs_random_{color}_win_rate": match.win_rate,
@@ -192,7 +209,16 @@ def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:
     if tablebase is not None:
         from minichess_envs.tablebase import score_agent
 
-        rates = score_agent(player.agent, tablebase).rates()
+        bar = None
+
+        def shown(done: int, total: int) -> None:  # the bar starts at the first batch: total unknown before
+            nonlocal bar
+            bar = bar or Progress(total, f"{variant}: {player.label}, tablebase", unit="position")
+            bar.update(done)
+
+        rates = score_agent(player.agent, tablebase, progress=shown).rates()
+        if bar is not None:
+            bar.close()
         row.update({"tb_positions": rates["positions"], "tb_value_preserving": rates["value_preserving"],
                     "tb_dtm_optimal": rates["dtm_optimal"], "tb_win_to_draw": rates["win->draw"],
                     "tb_win_to_loss": rates["win->loss"], "tb_draw_to_loss": rates["draw->loss"]})
@@ -207,10 +233,13 @@ def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
     The arena draws a game's opening plies from its seed alone, so both games of a pair open alike.
     """
     records = []
-    for k in range(max(1, args.h2h_games // 2)):
-        seed = game_seed(0, k)
-        for white, black in ((ppo.agent, other.agent), (other.agent, ppo.agent)):
-            records.append(play_game(white, black, variant, seed, opening_plies=args.opening_plies, pgn=False))
+    pairs = max(1, args.h2h_games // 2)
+    with Progress(2 * pairs, f"{variant}: PPO vs {other.label}", unit="game") as bar:
+        for k in range(pairs):
+            seed = game_seed(0, k)
+            for white, black in ((ppo.agent, other.agent), (other.agent, ppo.agent)):
+                records.append(play_game(white, black, variant, seed, opening_plies=args.opening_plies, pgn=False))
+            bar.update(len(records))
     total = tally(records, ppo.agent.name)
     lo, hi = total.interval
     row = {"variant": variant, "ppo": ppo.label, "opponent": other.label, "games": total.games,
@@ -254,6 +283,11 @@ def main(argv=None) -> int:
             h2h.append(head_to_head(ppo, other, variant, args))
     write_csv(os.path.join(args.out, "compare.csv"), rows)
     write_csv(os.path.join(args.out, "h2h.csv"), h2h)
+    interval_bars_plot(os.path.join(args.out, "compare.png"), [f"{r['variant']}: {r['player']}" for r in rows],
+                       {f"as {color}": [(r[f"vs_random_{color}_win_rate"], r[f"vs_random_{color}_low"],
+                                         r[f"vs_random_{color}_high"]) for r in rows] for color in COLORS},
+                       "win rate against the random player [95% Wilson interval]",
+                       f"PPO, AlphaZero and baselines, {args.games:,} games per color")
     text = report(rows, h2h, notes, args, time.perf_counter() - started, machine_text(measured))
     with open(os.path.join(args.out, "report.md"), "w") as f:
         f.write(text)
@@ -309,6 +343,8 @@ training only (evaluation during training excluded), as measured when each run t
 
 {h2h_table}
 {note_text}
+
+![Win rates against random](compare.png)
 
 Whole comparison: {wall / 60:.1f} min. {measured_on} Rows: `compare.csv`, `h2h.csv`.
 """

@@ -38,6 +38,7 @@ from agents.ladder import Ladder, ladder_table, play_ladder
 from agents.perfect import PerfectAgent
 from agents.ratings import elo_mle
 from agents.runs import machine, machine_text
+from agents.spec import LOCAL_LIMITS, check_limits
 from minichess_envs import VARIANTS, get_variant
 from minichess_envs.variants import Variant
 
@@ -258,6 +259,8 @@ def main(argv=None) -> None:
     p.add_argument("--ladder-openings", type=int, default=None,
                    help="published openings used, 2 games each per level (default: all)")
     args = p.parse_args(argv)
+    for spec in [f"minimax:{d}" for d in args.depths] + [f"fairy-stockfish:{n}" for n in args.nodes]:
+        check_limits(spec, LOCAL_LIMITS)  # the bounds `minichess play` has: refuses depth 0, -1 or 99 up front
 
     start = time.perf_counter()
     measured = machine()

@@ -23,6 +23,7 @@ import time
 
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, FenError, Position
+from minichess_envs.extras import MissingExtraError, extra_hint
 from minichess_envs.variants import VARIANTS, get_variant
 
 
@@ -158,13 +159,11 @@ def cmd_play(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    try:
+    # A module missing for the web app (starlette, uvicorn) names the [play] extra; main prints it in one line.
+    with extra_hint("minichess serve", extra="play"):
         from agents.play.web import serve
-    except ImportError as exc:
-        print(f"minichess serve needs the [play] extra ({exc}): pip install 'minichess-envs[play]'",
-              file=sys.stderr)
-        return 2
-    return serve(args)
+
+        return serve(args)
 
 
 AGENT_FORMS = "random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfish[:NODES], perfect (3x3)"
@@ -178,6 +177,13 @@ def _depth(text: str) -> int:
     if not 0 <= depth <= 64:
         raise argparse.ArgumentTypeError(f"depth {depth} is outside 0..64")
     return depth
+
+
+def _plies(text: str) -> int:
+    """``--ply-limit``: a positive integer (0 or less would end every game before its first move)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer number of plies, not {text!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                    "current directory; '-' prints it)")
     p.add_argument("--hint", help="the agent that 'hint' asks (default: perfect on 3x3, else minimax:2)")
     p.add_argument("--clock", help="time control: MINUTES or MINUTES+SECONDS per move, e.g. 5+3")
-    p.add_argument("--ply-limit", type=int, help="adjudicate a draw after this many plies (default: the variant's)")
+    p.add_argument("--ply-limit", type=_plies, help="adjudicate a draw after this many plies (default: the variant's)")
     p.add_argument("--seed", type=int, help="seed of the agent and of --color random")
     p.add_argument("--ascii", action="store_true", help="letters instead of chess symbols")
     p.set_defaults(run=cmd_play)
@@ -234,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                    "(default: ./runs)")
     p.add_argument("--agent", action="append", default=[], metavar="PATH",
                    help="a saved agent's directory to offer (repeatable)")
-    p.add_argument("--ply-limit", type=int, help="adjudicate a draw after this many plies (default: the variant's)")
+    p.add_argument("--ply-limit", type=_plies, help="adjudicate a draw after this many plies (default: the variant's)")
     p.set_defaults(run=cmd_serve)
     args = parser.parse_args(argv)
     try:
@@ -246,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         # point stdout at /dev/null so the flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (FenError, ValueError, OverflowError, OSError) as exc:  # bad input: one clear line, no traceback
+    # Bad input, or an extra to install (a saved agent that needs torch): one clear line, no traceback.
+    except (FenError, ValueError, OverflowError, OSError, MissingExtraError) as exc:
         print(f"minichess: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

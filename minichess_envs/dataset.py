@@ -26,13 +26,15 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import zipfile
 import zlib
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from minichess_envs.checksums import sha256
-from minichess_envs.engine import Position
+from minichess_envs.engine import FenError, Position
 from minichess_envs.variants import Variant, get_variant
 
 FORMAT = "minichess-games/1"
@@ -44,7 +46,19 @@ RESULT_TEXT = {code: text for text, code in RESULT_CODES.items()}
 
 
 class DatasetError(ValueError):
-    """A dataset file is missing, corrupt, or not a dataset of the expected variant."""
+    """A dataset file is missing, corrupt, or not a dataset of the expected variant (the message names the
+    file and the field)."""
+
+
+#: A shard's arrays: the integer kinds (numpy ``dtype.kind``) each may be stored as, one-dimensional. The
+#: writer's dtypes are int64, uint8, uint16, int16, int8 and uint8; any integer type holding valid values is read.
+SHARD_ARRAYS = {"offsets": "iu", "root_fens": "u", "actions": "iu", "scores": "iu", "results": "i", "targets": "biu"}
+#: Bytes of one game's start FEN and its separator that a shard may store (a legal 8x8 FEN is under 100).
+MAX_FEN_BYTES = 1024
+#: deflate expands at most 1032:1, so a member that claims more than this per compressed byte lies.
+_MAX_DEFLATE_RATIO = 1032
+#: The manifest fields every entry has, with their JSON types (``targets`` is optional, as in older datasets).
+MANIFEST_FIELDS = {"file": str, "variant": str, "games": int, "positions": int, "sha256": str}
 
 
 def score_to_int(cp: int | None = None, mate: int | None = None) -> int:
@@ -179,12 +193,32 @@ def list_shards(directory: str) -> list[dict]:
                 break  # the last line was being written when the run stopped
             try:
                 entry = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
                 raise DatasetError(f"{path} line {number} is not JSON: {line[:60]!r}") from None
             if not isinstance(entry, dict) or entry.get("format") != FORMAT:
                 raise DatasetError(f"{path} line {number} is not a {FORMAT} manifest entry")
+            _check_entry(entry, f"{path} line {number}")
             entries.append(entry)
     return entries
+
+
+def _check_entry(entry: dict, where: str) -> None:
+    """``DatasetError`` naming ``where`` and the field if a manifest entry lacks a field or holds a bad value."""
+    for field, kind in MANIFEST_FIELDS.items():
+        value = entry.get(field)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise DatasetError(f"{where}: field {field!r} must be a JSON {kind.__name__}, not {value!r}")
+    file = entry["file"]
+    if os.path.basename(file) != file or file in ("", ".", "..") or "\\" in file or "\0" in file:
+        raise DatasetError(f"{where}: field 'file' must name a file in the dataset directory, not {file!r}")
+    counts = {field: entry.get(field) for field in ("games", "positions", "targets") if field in entry}
+    for field, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DatasetError(f"{where}: field {field!r} must be an integer >= 0, not {value!r}")
+    if counts.get("targets", 0) > entry["positions"]:
+        raise DatasetError(f"{where}: field 'targets' ({entry['targets']}) exceeds 'positions' ({entry['positions']})")
+    if not re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]):
+        raise DatasetError(f"{where}: field 'sha256' must be 64 lowercase hex digits, not {entry['sha256'][:80]!r}")
 
 
 class Shard(NamedTuple):
@@ -196,6 +230,7 @@ class Shard(NamedTuple):
     scores: np.ndarray
     results: np.ndarray
     targets: np.ndarray  #: bool per ply: a training example
+    path: str = ""  #: the file, for errors found while replaying its games
 
     @property
     def num_games(self) -> int:
@@ -203,29 +238,112 @@ class Shard(NamedTuple):
 
 
 def read_shard(directory: str, entry: dict, variant: Variant) -> Shard:
-    """Load and verify one shard listed in the manifest (checksum, array types, consistency)."""
-    path = os.path.join(directory, os.path.basename(entry["file"]))
+    """Load and verify one shard listed in the manifest.
+
+    Checked: the checksum; each array's header (integer dtype, one dimension, the manifest's counts, no more
+    data than the file holds) before anything is allocated; then the values (offsets, result codes, actions
+    below ``variant.num_actions``, scores within ±``MATE_SCORE``, 0/1 targets, start FENs the engine accepts).
+    Any problem is a :class:`DatasetError` naming the file and the array.
+    """
+    _check_entry(entry, f"{os.path.join(directory, MANIFEST)} entry for {entry.get('file')!r}")
+    path = os.path.join(directory, entry["file"])
     if not os.path.exists(path):
         raise DatasetError(f"{path} is listed in the manifest but missing")
-    if sha256(path) != entry.get("sha256"):
+    if sha256(path) != entry["sha256"]:
         raise DatasetError(f"{path} is corrupt: its SHA-256 does not match the manifest")
-    if entry.get("variant") != variant.name:
-        raise DatasetError(f"{path} holds {entry.get('variant')!r} games, not {variant.name!r}")
+    if entry["variant"] != variant.name:
+        raise DatasetError(f"{path} holds {entry['variant']!r} games, not {variant.name!r}")
+    games, positions = entry["games"], entry["positions"]
+    sizes = {"offsets": (games + 1,), "results": (games,), "actions": (positions,), "scores": (positions,),
+             "targets": (positions,), "root_fens": games * MAX_FEN_BYTES}
+    arrays = _read_arrays(path, sizes)
+
+    def bad(field: str, problem: str) -> DatasetError:
+        return DatasetError(f"{path}: {field} {problem}")
+
+    offsets, actions, scores, results = arrays["offsets"], arrays["actions"], arrays["scores"], arrays["results"]
+    targets = arrays.get("targets", np.ones(positions, np.uint8))
+    if offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] != positions:
+        raise bad("offsets", f"must rise from 0 to the {positions} positions")
+    if np.any((actions < 0) | (actions >= variant.num_actions)):
+        raise bad("actions", f"must lie in 0..{variant.num_actions - 1} ({variant.name}'s actions)")
+    if np.any((scores < -MATE_SCORE) | (scores > MATE_SCORE)):  # no cast: uint64 would wrap in int64
+        raise bad("scores", f"must lie in -{MATE_SCORE}..{MATE_SCORE}")
+    if not np.all(np.isin(results, list(RESULT_TEXT))):
+        raise bad("results", f"must be result codes {sorted(RESULT_TEXT)}, found {sorted(set(results.tolist()))[:8]}")
+    if np.any((targets != 0) & (targets != 1)):
+        raise bad("targets", "must be 0 or 1")
+    if "targets" in arrays and "targets" in entry and int(np.count_nonzero(targets)) != entry["targets"]:
+        raise bad("targets", f"marks {np.count_nonzero(targets)} positions, the manifest {entry['targets']}")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in ("offsets", "root_fens", "actions", "scores", "results")}
-            targets = z["targets"] if "targets" in z.files else np.ones(arrays["actions"].size, np.uint8)
-    except (OSError, ValueError, KeyError, zlib.error) as exc:
-        raise DatasetError(f"{path} is not a readable shard: {exc}") from None
-    offsets, actions = arrays["offsets"], arrays["actions"]
-    fens = bytes(arrays["root_fens"]).decode() if len(arrays["root_fens"]) else ""
-    root_fens = fens.split("\n") if arrays["results"].size else []
-    n = arrays["results"].size
-    if (offsets.shape != (n + 1,) or len(root_fens) != n or offsets[0] != 0 or np.any(np.diff(offsets) < 0)
-            or offsets[-1] != actions.size or arrays["scores"].size != actions.size
-            or targets.shape != actions.shape or np.any(actions >= variant.num_actions)):
-        raise DatasetError(f"{path} has inconsistent arrays")
-    return Shard(offsets, root_fens, actions, arrays["scores"], arrays["results"], targets.astype(bool))
+        fens = arrays["root_fens"].tobytes().decode()
+    except UnicodeDecodeError as exc:
+        raise bad("root_fens", f"is not UTF-8 text: {exc}") from None
+    root_fens = fens.split("\n") if games else []
+    if len(root_fens) != games or (not games and fens):
+        raise bad("root_fens", f"holds {len(root_fens)} FENs for {games} games")
+    for fen in set(root_fens):  # a game's replay starts here: a bad one fails now, named (games share FENs)
+        try:
+            Position(variant, fen)
+        except FenError as exc:
+            raise bad("root_fens", f"game {root_fens.index(fen)}: {exc}") from None
+    return Shard(offsets, root_fens, actions, scores, results, targets.astype(bool), path)
+
+
+def _read_arrays(path: str, sizes: dict) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` at ``path``, each header checked against :data:`SHARD_ARRAYS` and ``sizes``
+    (a shape, or a most number of elements) before its data is allocated; read without pickle."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename: info for info in archive.infolist()}
+            unknown = sorted(set(members) - {f"{name}.npy" for name in SHARD_ARRAYS})
+            if unknown:
+                raise DatasetError(f"{path}: unknown arrays {unknown[:5]} (expected {', '.join(SHARD_ARRAYS)})")
+            arrays = {}
+            for name, kinds in SHARD_ARRAYS.items():
+                info = members.get(f"{name}.npy")
+                if info is None:
+                    if name == "targets":  # optional: every position is a training example
+                        continue
+                    raise DatasetError(f"{path}: no {name!r} array")
+                _check_header(archive, info, os.path.getsize(path), path, name, kinds, sizes[name])
+                with archive.open(info) as f:
+                    arrays[name] = np.lib.format.read_array(f, allow_pickle=False)
+            return arrays
+    except DatasetError:
+        raise
+    except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
+        raise DatasetError(f"{path} is not a readable shard: {type(exc).__name__}: {exc}") from None
+
+
+def _check_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file_size: int, path: str, name: str,
+                  kinds: str, size) -> None:
+    """``DatasetError`` unless member ``info`` is a plain ``.npy`` of a 1-D integer array of ``size``."""
+    def bad(problem: str) -> DatasetError:
+        return DatasetError(f"{path}: {name} {problem}")
+
+    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise bad("is encrypted or compressed other than by deflate (numpy writes neither)")
+    # The claimed sizes are bounded by the bytes on disk, so no header can make the reader allocate more
+    # than the file can hold (numpy allocates the whole array before reading it).
+    limit = info.compress_size * (_MAX_DEFLATE_RATIO if info.compress_type == zipfile.ZIP_DEFLATED else 1)
+    if info.compress_size > file_size or info.file_size > limit + 1024:
+        raise bad(f"claims {info.file_size} bytes, more than the file holds")
+    with archive.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            raise bad(f"has .npy format version {version}, expected 1.0 or 2.0")
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(f)
+        header_bytes = f.tell()
+    if dtype.kind not in kinds or dtype.names is not None or dtype.subdtype is not None or dtype.itemsize > 8:
+        raise bad(f"has dtype {dtype.str if dtype.names is None else dtype.descr}, expected integers "
+                  f"(kinds {kinds!r})")
+    if len(shape) != 1 or (shape != size if isinstance(size, tuple) else shape[0] > size):
+        raise bad(f"has shape {shape}, expected {size if isinstance(size, tuple) else f'at most ({size},)'} "
+                  "from the manifest")
+    if header_bytes + shape[0] * dtype.itemsize != info.file_size:
+        raise bad(f"holds {info.file_size - header_bytes} bytes of data, its header {shape[0] * dtype.itemsize}")
 
 
 class Batch(NamedTuple):
@@ -267,7 +385,10 @@ class GameDataset:
         names = {e["variant"] for e in self.entries}
         if len(names) != 1:
             raise DatasetError(f"{self.directory} mixes variants: {', '.join(sorted(names))}")
-        self.variant = get_variant(names.pop())
+        try:
+            self.variant = get_variant(names.pop())
+        except ValueError as exc:
+            raise DatasetError(f"{os.path.join(self.directory, MANIFEST)}: field 'variant': {exc}") from None
 
     @property
     def num_games(self) -> int:
@@ -354,7 +475,11 @@ class GameDataset:
             position.write_action_mask(masks[i])
             if draws is not None and keep[i] and scores[i] >= self.winning_cp:
                 mark_drawing_moves(position, int(action), draws[i])
-            position.push_action(int(action))
+            try:
+                position.push_action(int(action))
+            except ValueError:  # IllegalMoveError: legality is known only by replaying, so it is checked here
+                raise DatasetError(f"{shard.path}: actions: game {g} ply {i}: {int(action)} is not a legal move "
+                                   f"in {position.fen()}") from None
         code = int(shard.results[g])
         white_result = 0.0 if code in (0, 2) else float(code)
         mover_is_white = (np.arange(len(actions)) % 2 == 0) == white_moves_first

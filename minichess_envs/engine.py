@@ -331,6 +331,9 @@ class Position(_core.Position):
                     k = j
                     while j < len(row) and row[j] in _ASCII_DIGITS:
                         j += 1
+                    if j - k > 2:  # no board is 100 files wide; int() of a 5,000-digit run is a plain ValueError
+                        raise FenError(f"bad FEN {fen!r}: rank {rank + 1} has a run of {j - k} digits "
+                                       f"(a rank has {W} squares)")
                     file += int(row[k:j])
                     continue
                 if ch not in "pnbrqkPNBRQK":

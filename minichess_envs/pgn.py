@@ -18,10 +18,40 @@ import os
 import re
 from typing import Iterator
 
-from minichess_envs.engine import FILES, WHITE, IllegalMoveError, Move, Position
+from minichess_envs.engine import FILES, WHITE, IllegalMoveError, Move, Position, Termination
 from minichess_envs.variants import VARIANTS, Variant, get_variant
 
 STANDARD_START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+#: The values of the ``Termination`` tag (PGN standard, section 9.8.1), which PGN readers expect.
+TERMINATIONS = ("abandoned", "adjudication", "death", "emergency", "normal", "rules infraction", "time forfeit",
+                "unterminated")
+#: The reasons this project records (``Outcome.termination`` names, the arena's and the play apps' labels),
+#: by standard value. A game the rules or a player ended is "normal"; the ply limit is in termination_tag.
+_REASONS = {
+    **{t.name.lower().replace("_", " "): "normal" for t in Termination},  # checkmate, stalemate, repetition, ...
+    "resignation": "normal",
+    "agreement": "normal",
+    "illegal move": "rules infraction",
+}
+_PLY_LIMIT = ("ply limit", "truncated at the ply limit")
+
+
+def termination_tag(reason: str, result: str = "*") -> str:
+    """The standard ``Termination`` value (:data:`TERMINATIONS`) for ``reason``, as recorded here or in older files.
+
+    ``"checkmate"``, ``"resignation"`` and the other ends by the rules or a player are ``"normal"``,
+    ``"illegal move"`` is ``"rules infraction"``. The ply limit is ``"adjudication"`` when the game
+    was scored anyway (``result`` ``"1/2-1/2"``: the arena and the play apps adjudicate a draw there)
+    and ``"unterminated"`` when it was not (``"*"``: an environment truncates the episode). A standard
+    value is returned in the standard's spelling; anything else unchanged.
+    """
+    key = " ".join(reason.lower().replace("_", " ").split())
+    if key in TERMINATIONS:
+        return key
+    if key in _PLY_LIMIT:
+        return "unterminated" if result == "*" else "adjudication"
+    return _REASONS.get(key, reason)
 
 
 def san(position: Position, move: Move | str) -> str:
@@ -70,7 +100,9 @@ def game_pgn(position: Position, headers: dict[str, str] | None = None) -> str:
 
     ``headers`` adds or overrides tags (``White``, ``Black``, ``Event``, ...). The
     result is taken from the position's outcome (``*`` while it goes on, unless
-    ``headers["Result"]`` says otherwise, e.g. for a truncated game).
+    ``headers["Result"]`` says otherwise, e.g. for a truncated game). A ``Termination``
+    tag is written as its standard value (:func:`termination_tag`), the reason given
+    kept as a comment before the result (``{checkmate} 1-0``).
     """
     v = position.variant
     root = Position(v, position.root_fen)
@@ -89,6 +121,12 @@ def game_pgn(position: Position, headers: dict[str, str] | None = None) -> str:
         tags["SetUp"] = "1"
         tags["FEN"] = root.fen()
     tags.update(headers or {})
+    reason = None
+    if "Termination" in tags:
+        reason = str(tags["Termination"])
+        tags["Termination"] = termination_tag(reason, tags["Result"])
+        if tags["Termination"] in (reason, reason.strip().lower()):
+            reason = None  # nothing more to say than the tag
     tokens = []
     for i, move in enumerate(position.move_stack):
         if root.turn == WHITE:
@@ -97,6 +135,8 @@ def game_pgn(position: Position, headers: dict[str, str] | None = None) -> str:
             tokens.append(f"{root.fullmove_number}...")
         tokens.append(san(root, move))
         root.push(move)
+    if reason:
+        tokens.append("{" + reason.replace("}", ")") + "}")  # a comment cannot hold "}"
     tokens.append(tags["Result"])
     lines, line = [], ""
     for token in tokens:  # wrap movetext at 80 columns, as the PGN standard asks
@@ -186,6 +226,12 @@ class PgnGame:
     root_fen: str
     moves: list[Move]
     result: str  #: ``"1-0"``, ``"0-1"``, ``"1/2-1/2"`` or ``"*"``, from the movetext (or the tag)
+
+    @property
+    def termination(self) -> str | None:
+        """The ``Termination`` tag as its standard value (older files say ``"checkmate"``); ``None`` without one."""
+        tag = self.headers.get("Termination")
+        return None if tag is None else termination_tag(tag, self.result)
 
     def position(self) -> Position:
         """The final position, with the whole game as its move history."""

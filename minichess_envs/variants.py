@@ -122,8 +122,26 @@ class Variant:
             sides = {FILES.index(c.rook_from) > FILES.index(c.king_from) for c in options if c[0] in files}
             if len(options) > 2 or len(sides) < len(options):
                 problems.append(f"{color} may castle at most once to each side (FEN letters K and Q)")
+        if not problems:
+            problems += self._start_fen_problems()
         if problems:
             raise ValueError(f"invalid variant {self.name!r}: " + "; ".join(problems))
+
+    def _start_fen_problems(self) -> list[str]:
+        """The start FEN read by the engine's own parser, so a variant never holds one that Position refuses."""
+        if not isinstance(self.start_fen, str) or not self.start_fen.strip():
+            return [f"start_fen must be a non-empty FEN string, not {self.start_fen!r}"]
+        try:
+            from minichess_envs.engine import FenError, Position
+        except ImportError:
+            # The catalogue below is built while engine.py itself imports this module, so its parser does not
+            # exist yet; the catalogue's start FENs are parsed by the tests instead.
+            return []
+        try:
+            Position(self, self.start_fen)
+        except FenError as exc:
+            return [f"start_fen: {exc}"]
+        return []
 
     def __reduce__(self):
         # Pickled as its fields: the compiled rules are a C cache, rebuilt on use.

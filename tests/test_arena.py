@@ -105,7 +105,7 @@ def test_elo_prior_draws_and_unbounded_cases():
 def test_ply_limit_is_a_labelled_draw():
     record = play_game(RandomAgent(), RandomAgent(), "gardner", seed=1, ply_limit=6)
     assert (record.result, record.termination, record.plies) == ("1/2-1/2", PLY_LIMIT, 6)
-    assert '[Termination "ply limit"]' in record.pgn and '[Result "1/2-1/2"]' in record.pgn
+    assert '[Termination "adjudication"]' in record.pgn and '[Result "1/2-1/2"]' in record.pgn
     assert record.pgn.rstrip().endswith("1/2-1/2")
 
 

@@ -155,6 +155,36 @@ def test_non_ascii_characters_in_the_placement_are_fen_errors():
             Position("chess", fen)
 
 
+@pytest.mark.parametrize("digits", [3, 50, 5000])
+def test_a_long_run_of_digits_is_a_fen_error_naming_the_fen(digits):
+    # issue 34: a 5,000-digit run raised int()'s plain ValueError (over Python's 4,300-digit limit)
+    fen = "4k3/8/8/" + "1" * digits + "/8/8/8/4K3 w - - 0 1"
+    with pytest.raises(ValueError):
+        chess.Board(fen)  # the oracle refuses it too
+    with pytest.raises(FenError, match=f"rank 5 has a run of {digits} digits") as info:
+        Position("chess", fen)
+    assert "bad FEN '4k3/8/8/111" in str(info.value)
+
+
+@pytest.mark.parametrize("start_fen, problem", [
+    ("", "start_fen must be a non-empty FEN string"),
+    ("   ", "start_fen must be a non-empty FEN string"),
+    (None, "start_fen must be a non-empty FEN string"),
+    ("rnbqk/ppppp/5/PPPPP w - - 0 1", "gardner has 5 ranks, the FEN has 4"),
+    ("4k/5/5/5/K3R w - - 0 1", "is in check"),  # White to move would take the king
+])
+def test_a_start_fen_the_engine_refuses_is_refused_when_the_variant_is_made(start_fen, problem):
+    # issue 34: Variant(start_fen="") was accepted, and Position(variant, fen) then raised IndexError
+    with pytest.raises(ValueError, match=problem):
+        VARIANTS["gardner"].replace(start_fen=start_fen)
+
+
+def test_every_catalogue_start_fen_passes_the_check_the_catalogue_skips():
+    for variant in VARIANTS.values():  # a copy is checked in full (the catalogue is built before the parser exists)
+        copy = variant.replace()
+        assert Position(copy).fen() == Position(variant, variant.start_fen).fen()
+
+
 def test_mutated_fens_raise_only_fen_errors_and_accepted_ones_round_trip():
     rng = random.Random(10)
     alphabet = "pnbrqkPNBRQK0123456789/ -wbKQkqace" + "\u0663\u00b2\u212a\u00e9"

@@ -70,3 +70,37 @@ def test_the_sdist_carries_everything_the_tests_need(tmp_path):
     assert not missing, f"not in the sdist: {missing}"
     assert {"tests/oracles.py", "LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "setup.py",
             "MANIFEST.in"} <= names
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> str:
+    """The sdist of this checkout (or of this unpacked sdist), built without isolation (no index needed)."""
+    pytest.importorskip("build", reason="needs build: pip install build (in the dev extra)")
+    pytest.importorskip("setuptools", minversion="77", reason="builds without isolation: needs setuptools>=77")
+    out = tmp_path_factory.mktemp("sdist")
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out), ROOT],
+                   check=True, capture_output=True)
+    (path,) = glob.glob(str(out / "*.tar.gz"))
+    return path
+
+
+@pytest.mark.parametrize("how", ["no compiler on PATH", "CC names a missing compiler"])
+def test_the_sdist_without_a_compiler_says_what_to_install_first(tmp_path, sdist, how):
+    env = {key: value for key, value in os.environ.items() if key not in ("CC", "CFLAGS", "LDSHARED")}
+    if how == "no compiler on PATH":
+        env["PATH"] = str(tmp_path / "empty")  # nothing at all on PATH: pip runs by sys.executable
+    else:
+        env["CC"] = str(tmp_path / "no-such-cc")
+    run = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+                          "--target", str(tmp_path / "target"), sdist], env=env, capture_output=True, text=True)
+    assert run.returncode != 0
+    lines = run.stdout.splitlines() + run.stderr.splitlines()
+    # pip frames the build's own output between "[N lines of output]" and "[end of output]"
+    start = next(i for i, line in enumerate(lines) if "lines of output]" in line)
+    first = lines[start + 1].strip()
+    assert first.startswith("minichess-envs: no C compiler found ("), run.stdout + run.stderr
+    assert ("install" in first and "prebuilt wheel" in first
+            and ("no-such-cc" in first if how.startswith("CC") else "is not on PATH" in first))
+    if sys.platform.startswith("linux") and shutil.which("apt-get"):
+        assert "sudo apt install gcc python3" in first
+    assert lines[start + 2].strip() == "[end of output]"  # one line, not setuptools' page

@@ -215,3 +215,68 @@ def test_reading_streams_one_game_at_a_time(tmp_path):
     tracemalloc.stop()
     assert count == 200
     assert peak < 2 * small + 200_000  # flat: reading 10x more games does not hold more
+
+
+# -- the Termination tag: the PGN standard's values (section 9.8.1) ---------------------------------------
+
+
+def test_termination_tags_are_the_standard_values_python_chess_reads():
+    chess_pgn = pytest.importorskip("chess.pgn", reason="python-chess reads the PGN: pip install chess")
+    from agents import RandomAgent
+    from agents.arena import play_game
+    from minichess_envs.env import MiniChessEnv
+    from minichess_envs.pgn import TERMINATIONS
+
+    fools_mate = Position("chess")
+    for uci in ("f2f3", "e7e5", "g2g4", "d8h4"):
+        fools_mate.push_uci(uci)
+    mated = chess_pgn.read_game(io.StringIO(game_pgn(fools_mate, {"Termination": "checkmate"})))
+    assert not mated.errors and mated.end().board().is_checkmate()
+    assert mated.headers["Termination"] == "normal" and mated.end().comment == "checkmate"  # the reason kept
+
+    # the arena adjudicates a draw at the ply limit; an environment truncates (no result)
+    stopped = play_game(RandomAgent(0), RandomAgent(1), "gardner", seed=0, ply_limit=4)
+    assert stopped.termination == "ply limit" and stopped.result == "1/2-1/2"
+    env = MiniChessEnv("gardner", ply_limit=2)
+    obs, _ = env.reset(seed=0)
+    env.step(int(obs["action_mask"].nonzero()[0][0]))
+    truncated = env.unwrapped.to_pgn()
+    expected = {stopped.pgn: "adjudication", truncated: "unterminated"}
+    for seed in range(30):  # random games end by the rules: "normal"
+        record = play_game(RandomAgent(seed), RandomAgent(seed + 1), "3x3", seed=seed)
+        if record.termination != "ply limit":
+            expected[record.pgn] = "normal"
+    assert "normal" in expected.values()
+    for text, value in expected.items():
+        headers = chess_pgn.read_headers(io.StringIO(text))
+        assert headers["Termination"] == value and value in TERMINATIONS, text
+
+
+def test_every_reason_recorded_here_maps_to_a_standard_value():
+    from agents.arena import ILLEGAL_MOVE, PLY_LIMIT
+    from agents.play import terminal
+    from minichess_envs import Termination
+    from minichess_envs.pgn import TERMINATIONS, termination_tag
+
+    reasons = [t.name.lower().replace("_", " ") for t in Termination]
+    reasons += [ILLEGAL_MOVE, PLY_LIMIT, terminal.RESIGNATION, terminal.TIME_FORFEIT, terminal.ABANDONED,
+                "truncated at the ply limit"]
+    for reason in reasons:
+        for result in ("1-0", "1/2-1/2", "*"):
+            assert termination_tag(reason, result) in TERMINATIONS, reason
+    assert termination_tag(PLY_LIMIT, "1/2-1/2") == "adjudication" and termination_tag(PLY_LIMIT, "*") == "unterminated"
+    assert termination_tag(ILLEGAL_MOVE) == "rules infraction" and termination_tag("Time forfeit") == "time forfeit"
+    assert termination_tag("my own words") == "my own words"  # not ours to rename
+
+
+def test_older_files_with_our_old_termination_words_still_read():
+    old = ('[Event "minichess-envs arena: gardner"]\n[Result "1-0"]\n[Variant "gardner"]\n[SetUp "1"]\n'
+           '[FEN "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"]\n[Termination "checkmate"]\n\n1. Nc3 1-0\n\n'
+           '[Event "x"]\n[Result "1/2-1/2"]\n[Variant "gardner"]\n[Termination "ply limit"]\n\n1. Nc3 1/2-1/2\n')
+    stats = PgnStats()
+    first, second = read_pgn(io.StringIO(old), stats=stats)
+    assert stats.games == 2 and not stats.skipped
+    assert first.headers["Termination"] == "checkmate" and first.termination == "normal"
+    assert second.termination == "adjudication"
+    rewritten = game_pgn(first.position(), {"Termination": first.headers["Termination"], "Result": first.result})
+    assert '[Termination "normal"]' in rewritten and "{checkmate} 1-0" in rewritten

@@ -207,7 +207,7 @@ def test_resign_hint_flip_and_moves(tmp_path):
     assert value == tb.probe(start)[0]
     assert "1 ♖ ♕ ♔" in out  # flipped: h-side (c file) on the left
     game = read_game(open(pgn).read())
-    assert game.headers["Result"] == "0-1" and game.headers["Termination"] == "resignation"
+    assert game.headers["Result"] == "0-1" and game.headers["Termination"] == "normal"
 
 
 def test_bad_opponent_and_fen_are_one_line_errors(tmp_path):
@@ -246,3 +246,40 @@ def test_board_text_flips():
     assert board_text(pos, unicode=False).splitlines()[0] == "5 r n b q k"
     assert board_text(pos, flipped=True, unicode=False).splitlines()[0] == "1 K Q B N R"
     assert board_text(pos, flipped=True, unicode=False).splitlines()[-1] == "  e d c b a"
+
+
+def test_a_line_that_is_not_utf8_is_answered_and_the_game_is_kept(tmp_path):
+    pgn = os.path.join(tmp_path, "game.pgn")
+    proc = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "play", "gardner", "--seed", "0", "--ascii",
+                           "--pgn", pgn], input=b"b3\n\xff\xfe\xc3(\n\x80b4?\nquit\n", capture_output=True,
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8:strict", "PYTHONUTF8": "1"}, timeout=60)
+    out = proc.stdout.decode("utf-8")
+    assert proc.returncode == 0 and "Traceback" not in out + proc.stderr.decode(), proc.stderr
+    assert out.count("not UTF-8 text") == 2
+    game = read_game(open(pgn).read())
+    assert [m.uci() for m in game.position().move_stack][0] == "b2b3" and game.headers["Result"] == "*"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--clock", "nan"), "--clock: bad clock 'nan': the time must be a finite number"),
+    (("--clock", "inf"), "--clock: bad clock 'inf': the time must be a finite number"),
+    (("--clock", "5+nan"), "--clock: bad clock '5+nan': the time must be a finite number"),
+    (("--clock", "-1"), "--clock: bad clock '-1': the time must be positive"),
+    (("--ply-limit", "-1"), "argument --ply-limit: must be a positive integer"),
+    (("--ply-limit", "0"), "argument --ply-limit: must be a positive integer"),
+    (("--opponent", "MINIMAX:9"), "--opponent: minimax depth 9 is more than the command line allows (8)"),
+    (("--opponent", " Minimax:12 "), "--opponent: minimax depth 12 is more than the command line allows (8)"),
+    (("--hint", "minimax:²"), "--hint: agent 'minimax:²': the depth must be a positive integer"),
+])
+def test_bad_flags_are_refused_naming_the_flag(tmp_path, args, message):
+    proc, pgn = run_script("quit", args=("gardner", *args), tmp_path=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not os.path.exists(pgn)  # refused before the game
+
+
+def test_ply_limit_and_clock_checked_in_the_library_too():
+    with pytest.raises(ValueError, match="ply limit must be a positive integer"):
+        TerminalGame("gardner", MinimaxAgent(1), ply_limit=-1)
+    for text in ("nan", "inf", "-inf", "1+inf"):
+        with pytest.raises(ValueError, match="finite"):
+            parse_clock(text)

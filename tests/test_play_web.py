@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette", reason="the web app needs the [play] extra: pip install 'minichess-envs[play]'")
 from starlette.testclient import TestClient  # noqa: E402
@@ -17,7 +19,8 @@ from starlette.testclient import TestClient  # noqa: E402
 from agents import MinimaxAgent, RandomAgent  # noqa: E402
 from agents.play.web import PlayServer  # noqa: E402
 from minichess_envs import Position  # noqa: E402
-from minichess_envs.pgn import PgnStats, read_pgn  # noqa: E402
+from minichess_envs.engine import WHITE  # noqa: E402
+from minichess_envs.pgn import PgnStats, read_pgn, san  # noqa: E402
 
 
 def read_game(text: str):
@@ -80,7 +83,7 @@ def test_moves_agent_replies_undo_resign_and_pgn():
     resigned = c.post(f"/api/games/{gid}/resign", json={}).json()
     assert resigned["over"] and resigned["result"] == "0-1" and resigned["termination"] == "resignation"
     assert c.post(f"/api/games/{gid}/move", json={"move": "d4"}).status_code == 409
-    assert '[Termination "resignation"]' in c.get(f"/api/games/{gid}/pgn").text
+    assert '[Termination "normal"]' in c.get(f"/api/games/{gid}/pgn").text
 
 
 def test_bad_requests_get_4xx_and_leave_the_game_alone(tmp_path):
@@ -316,3 +319,176 @@ def test_serve_without_the_extra_says_what_to_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "agents.play.web", None)
     assert main(["serve"]) == 2
     assert "pip install 'minichess-envs[play]'" in capsys.readouterr().err
+
+
+# -- what strangers can send (issue 34) ---------------------------------------------------------------------------
+
+
+class EndlessAgent(RandomAgent):
+    """Searches for ever in Python, swallowing every Exception on the way (as careless agent code might)."""
+
+    name = "endless"
+
+    def act(self, observation, action_mask, position=None):
+        while True:
+            try:
+                self.think()
+            except Exception:
+                pass
+
+    def think(self):
+        return sum(range(100))
+
+
+@pytest.mark.parametrize("spec", ["MINIMAX:9", " minimax:9", "Minimax:12", "Fairy-Stockfish:2000000000",
+                                  "minimax:" + "9" * 5000, "minimax:²"])
+def test_search_limits_hold_whatever_the_spelling(spec):
+    c = client()
+    r = c.post("/api/games", json={"variant": "chess", "white": "human", "black": spec})
+    assert r.status_code == 422 and ("more than this server allows" in r.json()["error"]
+                                     or "positive integer" in r.json()["error"]), r.text
+    assert len(r.text) < 300
+
+
+def test_specs_are_normalised_before_they_name_a_player():
+    state = new_game(client(), "gardner", white=" Human ", black=" MINIMAX:2 ")
+    assert state["players"] == {"white": "human", "black": "minimax:2"} and state["to_move"] == "human"
+
+
+def test_an_agent_move_stops_at_the_time_limit_and_the_game_goes_on():
+    server = PlayServer(None, move_seconds=0.5, extra_agents={"endless": lambda variant: EndlessAgent(0)})
+    with TestClient(server.app) as c:
+        state = new_game(c, "gardner", white="human", black="endless")
+        gid = state["id"]
+        c.post(f"/api/games/{gid}/move", json={"move": "b3"})
+        started = time.monotonic()
+        r = c.post(f"/api/games/{gid}/agent", json={})
+        assert r.status_code == 503 and "took more than 0.5 s" in r.json()["error"], r.text
+        assert time.monotonic() - started < 3
+        after = c.get(f"/api/games/{gid}").json()
+        assert after["ply"] == 1 and not after["busy"]  # unchanged, and not stuck "busy"
+        assert c.post(f"/api/games/{gid}/undo", json={}).json()["ply"] == 0
+        assert c.post(f"/api/games/{gid}/resign", json={}).json()["termination"] == "resignation"
+
+
+def test_deleting_a_game_stops_its_agent():
+    server = PlayServer(None, move_seconds=60, extra_agents={"endless": lambda variant: EndlessAgent(0)})
+    with TestClient(server.app) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        gid = new_game(c, "gardner", white="endless", black="human")["id"]
+        move = pool.submit(c.post, f"/api/games/{gid}/agent", json={})
+        time.sleep(0.3)
+        assert c.get(f"/api/games/{gid}").json()["busy"]
+        started = time.monotonic()
+        assert c.delete(f"/api/games/{gid}").json() == {"deleted": gid}
+        r = move.result(timeout=5)
+        assert r.status_code == 410 and "deleted" in r.json()["error"], r.text
+        assert time.monotonic() - started < 2
+        assert c.get(f"/api/games/{gid}").status_code == 404
+        assert c.delete(f"/api/games/{gid}").status_code == 404
+
+
+def test_the_server_stopping_stops_an_agent():
+    server = PlayServer(None, move_seconds=60, extra_agents={"endless": lambda variant: EndlessAgent(0)})
+    with TestClient(server.app) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        gid = new_game(c, "gardner", white="endless", black="human")["id"]
+        move = pool.submit(c.post, f"/api/games/{gid}/agent", json={})
+        time.sleep(0.3)
+        server.stop_all()  # what SIGTERM does (see serve)
+        r = move.result(timeout=5)
+        assert r.status_code == 503 and "server is stopping" in r.json()["error"], r.text
+
+
+def bad_games_pgn(chars: int) -> str:
+    """Whole PGN games, at most ``chars`` characters: long chess games each illegal at its last move (all read, all
+    skipped: the most work per byte for the reader)."""
+    rng = random.Random(0)
+    games = []
+    for _ in range(4):
+        pos = Position("chess")
+        words = []
+        while pos.ply < 150 and not pos.is_game_over():
+            move = rng.choice(pos.legal_moves)
+            words += [f"{pos.fullmove_number}."] if pos.turn == WHITE else []
+            words.append(san(pos, move))
+            pos.push(move)
+        games.append('[Variant "chess"]\n\n' + " ".join(words + ["Ke9", "*"]) + "\n\n")
+    block = "".join(games)
+    return block * max(1, chars // len(block))
+
+
+def test_a_pgn_upload_is_read_off_the_event_loop():
+    server = PlayServer(None, pgn_seconds=3)
+    text = bad_games_pgn(400_000)
+    with TestClient(server.app) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        upload = pool.submit(c.post, "/api/pgn", json={"pgn": text})
+        waits = []
+        while not upload.done():
+            started = time.monotonic()
+            assert c.get("/api/options").status_code == 200
+            waits.append(time.monotonic() - started)
+            time.sleep(0.05)
+        r = upload.result()
+    # all games skipped, or (on a slow machine) stopped at the limit: either way a 422 that says why
+    assert r.status_code == 422 and ("illegal move" in r.json()["error"] or "took more than 3 s" in r.json()["error"])
+    assert len(waits) >= 5 and max(waits) < 0.5, (len(waits), max(waits))
+
+
+def test_json_nested_too_deep_and_bad_plies_are_4xx():
+    c = client()
+    gid = new_game(c, "gardner")["id"]
+    deep = b'{"move": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = c.post(f"/api/games/{gid}/move", content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "nested too deeply" in r.json()["error"]
+    for ply in ("²", "٣", "9" * 5000, "-1", "1e3", ""):
+        r = c.get(f"/api/games/{gid}/analysis", params={"ply": ply})
+        assert r.status_code == 422 and "ply must be a number from 0 to 0" in r.json()["error"], (ply[:10], r.text)
+        assert len(r.text) < 300
+
+
+def test_bodies_over_the_limit_are_refused_before_they_are_read():
+    from agents.play.web import MAX_BODY
+
+    c = client()  # (the test client reads all of a body first: test_play_server.py checks over real sockets)
+
+    def body():  # chunked: no Content-Length
+        for _ in range(64):
+            yield b" " * (1 << 20)
+
+    r = c.post("/api/pgn", content=body(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and f"over {MAX_BODY} bytes" in r.json()["error"]
+    r = c.post("/api/pgn", content=b"{}", headers={"content-type": "application/json",
+                                                   "content-length": str(64 << 20)})
+    assert r.status_code == 413
+    r = c.post("/api/pgn", content=b"{}", headers={"content-type": "application/json", "content-length": "1e9"})
+    assert r.status_code == 400
+    largest = b'{"pgn": "' + b" " * (MAX_BODY - 20) + b'1. e4 *"}'
+    assert len(largest) <= MAX_BODY
+    assert c.post("/api/pgn", content=largest, headers={"content-type": "application/json"}).status_code == 201
+
+
+@pytest.mark.parametrize("host, status", [("127.0.0.1:8000", 200), ("localhost", 200), ("[::1]:8000", 200),
+                                          ("[::1]", 200), ("LOCALHOST:1", 200), ("[::1", 400), ("evil.example", 400),
+                                          ("127.0.0.1.evil.example", 400), ("[::2]:80", 400), ("", 400)])
+def test_the_host_check_reads_ipv6_literals(host, status):
+    from agents.play.web import LOOPBACK
+
+    c = TestClient(PlayServer(None, allowed_hosts=list(LOOPBACK)).app)
+    assert c.get("/api/options", headers={"host": host}).status_code == status
+
+
+PGN_PIECES = ['[Event "x"]', '[Variant "gardner"]', '[Variant "chess"]', '[Variant "nope"]', '[FEN "8/8 w"]',
+              '[SetUp "1"]', '[FEN "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"]', "1.", "1...", "e4", "b3", "a3", "Nc3",
+              "O-O", "exd5", "c5=Q", "a2a3", "{", "}", "(", ")", ";", "$1", "*", "1-0", "0-1", "1/2-1/2", "\n", "\n\n",
+              " ", '"', "\\", "[", "]", "\x00", "\ufffd", "Ke9", "99999999999999999999."]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.lists(st.sampled_from(PGN_PIECES), max_size=60).map(" ".join), st.text(max_size=300)))
+def test_pgn_upload_fuzz_gets_only_documented_answers(text):
+    c = TestClient(PlayServer(None, max_games=2).app)  # raises on any server error (a 500)
+    r = c.post("/api/pgn", json={"pgn": text})
+    assert r.status_code in (201, 422), r.text
+    if r.status_code == 201:
+        replay(r.json())
+    else:
+        assert r.json()["error"].startswith("cannot read this PGN")

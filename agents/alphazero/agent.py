@@ -119,7 +119,8 @@ class AlphaZeroAgent(Agent):
     def load(cls, path: str, simulations: int | None = None, device: str = "cpu") -> AlphaZeroAgent:
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool,
-                                                               "simulations": int, "search": dict})
+                                                               "simulations": int, "search": dict},
+                                  bounds={"simulations": (0, 10**6), "history": (1, 64)})
         search = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
         sims = settings["simulations"] if simulations is None else simulations

@@ -383,7 +383,8 @@ class BoardGameAlphaZeroAgent(Agent):
     @classmethod
     def load(cls, path: str, simulations: int | None = None) -> BoardGameAlphaZeroAgent:
         manifest = read_manifest(path)
-        settings = check_settings(path, manifest["settings"], {"game": str, "simulations": int, "search": dict})
+        settings = check_settings(path, manifest["settings"], {"game": str, "simulations": int, "search": dict},
+                                  bounds={"simulations": (0, 10**6)})
         search = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
         try:
             search = SearchConfig.from_dict(search)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import io
+import math
 import random
 import sys
 import time
@@ -18,10 +20,11 @@ from typing import Callable, TextIO
 
 from agents.arena import PLY_LIMIT
 from agents.base import Agent
-from agents.spec import from_spec
+from agents.spec import LOCAL_LIMITS, check_limits, from_spec
 from agents.uci import EngineNotFoundError
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
+from minichess_envs.extras import MissingExtraError
 from minichess_envs.pgn import game_pgn, parse_san, san
 from minichess_envs.players import choose_action
 from minichess_envs.variants import FILES, get_variant
@@ -70,6 +73,9 @@ def parse_clock(text: str) -> Clock:
         clock = Clock(float(minutes) * 60, float(increment or 0))
     except ValueError:
         raise ValueError(f"bad clock {text!r}: expected MINUTES or MINUTES+SECONDS, e.g. 5+3") from None
+    # float() reads "nan" and "inf": a NaN clock never runs out, an infinite one cannot be shown
+    if not (math.isfinite(clock.seconds) and math.isfinite(clock.increment)):
+        raise ValueError(f"bad clock {text!r}: the time must be a finite number")
     if clock.seconds <= 0 or clock.increment < 0:
         raise ValueError(f"bad clock {text!r}: the time must be positive")
     return clock
@@ -125,6 +131,8 @@ class TerminalGame:
         self.hint_spec = hint or ("perfect" if self.variant.name == "3x3" else "minimax:2")
         self._hint_agent = None
         self.clock = clock
+        if ply_limit is not None and (not isinstance(ply_limit, int) or isinstance(ply_limit, bool) or ply_limit < 1):
+            raise ValueError(f"the ply limit must be a positive integer, not {ply_limit!r}")
         self.ply_limit = self.variant.ply_limit if ply_limit is None else ply_limit
         self.seed = seed
         self.stdin = stdin or sys.stdin
@@ -224,6 +232,9 @@ class TerminalGame:
         command = word.lower()
         if not word:
             return
+        if "\ufffd" in word:  # bytes that were not text (see _lenient): say so, the game goes on
+            self.say("? that line is not UTF-8 text: type a move or 'help'")
+            return
         if command in ("help", "?"):
             self.say(HELP)
         elif command == "moves":
@@ -261,7 +272,9 @@ class TerminalGame:
             self.say()
             return None
         if not self.stdin.isatty():
-            self.say(line.rstrip("\n"))  # echo piped input, so a transcript reads like a session
+            # echo piped input, so a transcript reads like a session ("?" for bytes that were not text: any
+            # terminal can show it)
+            self.say(line.rstrip("\n").replace("\ufffd", "?"))
         return line
 
     def undo(self) -> None:
@@ -281,7 +294,7 @@ class TerminalGame:
             if self._hint_agent is None:
                 self._hint_agent = from_spec(self.hint_spec, self.variant, seed=self.seed)
             move = self.position.action_to_move(choose_action(self._hint_agent, self.position, self.encoding))
-        except (ValueError, OSError, RuntimeError) as exc:
+        except (ValueError, OSError, RuntimeError, MissingExtraError) as exc:
             self.say(f"? no hint: {exc}")
             return
         self.say(f"hint ({self._hint_agent.name}): {san(self.position, move)}")
@@ -294,20 +307,39 @@ class TerminalGame:
         return game_pgn(self.position, headers)
 
 
+def _lenient(stream: TextIO) -> TextIO:
+    """``stream`` reading undecodable bytes as U+FFFD: under strict UTF-8 one bad line would end the game."""
+    try:
+        stream.reconfigure(errors="replace")
+    except (AttributeError, io.UnsupportedOperation, ValueError):  # not a TextIOWrapper, or already read from
+        pass
+    return stream
+
+
+def _flag(flag: str, check, value):
+    """``check(value)``, its ``ValueError`` naming ``flag``."""
+    try:
+        return check(value)
+    except EngineNotFoundError as exc:  # not a ValueError, but as plainly the user's to fix
+        raise ValueError(f"{flag}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+
+
 def run(args) -> int:
     """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`)."""
     v = get_variant(args.variant)
     rng = random.Random(args.seed)
     colour = {"white": WHITE, "black": BLACK, "random": rng.choice((WHITE, BLACK))}[args.color]
-    try:
-        agent = from_spec(args.opponent, v, seed=args.seed)
-    except EngineNotFoundError as exc:  # not a ValueError, but as plainly the user's to fix
-        raise ValueError(str(exc)) from None
+    clock = _flag("--clock", parse_clock, args.clock) if args.clock is not None else None
+    if args.hint is not None:
+        _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)  # before the game, not at 'hint'
+    agent = _flag("--opponent", lambda spec: from_spec(spec, v, seed=args.seed, limits=LOCAL_LIMITS), args.opponent)
     if args.fen is not None:
-        Position(v, args.fen)  # a bad FEN fails here, before the game starts
-    game = TerminalGame(v, agent, colour, fen=args.fen, hint=args.hint, ply_limit=args.ply_limit,
-                        clock=parse_clock(args.clock) if args.clock else None, seed=args.seed,
-                        unicode=False if args.ascii else None)
+        _flag("--fen", lambda fen: Position(v, fen), args.fen)  # a bad FEN fails here, before the game starts
+    game = _flag("--ply-limit", lambda limit: TerminalGame(
+        v, agent, colour, fen=args.fen, hint=args.hint, ply_limit=limit, clock=clock, seed=args.seed,
+        unicode=False if args.ascii else None, stdin=_lenient(sys.stdin)), args.ply_limit)
     try:
         game.run()
     except KeyboardInterrupt:

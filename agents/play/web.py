@@ -8,19 +8,23 @@ the network) talks to a small JSON API:
 ``POST /api/games``                      new game ``{variant, white, black, fen?}`` (``"human"`` or an agent)
 ``POST /api/pgn``                        a game read from PGN text ``{pgn}``, to replay (and play on)
 ``GET  /api/games/ID``                   the game: moves with SAN, legal moves, result
+``DELETE /api/games/ID``                 end the game (an agent thinking in it stops)
 ``POST /api/games/ID/move``              a person's move ``{move}`` (UCI or SAN)
-``POST /api/games/ID/agent``             the agent to move plays (computed off the event loop)
+``POST /api/games/ID/agent``             the agent to move plays (off the event loop, within ``move_seconds``)
 ``POST /api/games/ID/undo``              take back to the person's previous turn
 ``POST /api/games/ID/resign``            the side to move (the person, against an agent) resigns
 ``GET  /api/games/ID/pgn``               the game as a PGN file
 ``GET  /api/games/ID/analysis?ply=N``    3x3 tablebase verdicts; an AlphaZero agent's search
 =======================================  ================================================================
 
-Safety: agents come from built-in specs or from saved-agent directories named
-on the command line or found under the runs directory, looked up by name;
-nothing the browser sends is used as a path. Bad requests get a 4xx JSON
-``{"error": ...}`` and change nothing; POSTs must be ``application/json``, so
-another web site cannot send them from a visitor's browser (no CORS).
+Safety: agents come from built-in specs within :data:`agents.spec.SERVER_LIMITS`
+or from saved-agent directories named on the command line or found under the runs
+directory, looked up by name; nothing the browser sends is used as a path. Bad
+requests get a 4xx JSON ``{"error": ...}`` and change nothing; POSTs must be
+``application/json``, so another web site cannot send them from a visitor's browser
+(no CORS). Bodies over :data:`MAX_BODY` are refused before they are read into memory.
+Agent moves, analyses and PGN reads run in worker threads under :func:`bounded`:
+they stop when over their time, when their game is deleted and when the server stops.
 """
 
 from __future__ import annotations
@@ -30,14 +34,18 @@ import io
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 
+from minichess_envs.extras import MissingExtraError, require
+
+require("starlette", "play", "the web app (agents.play.web)")  # before the imports below: names the extra
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -45,7 +53,7 @@ from starlette.staticfiles import StaticFiles
 
 from agents.arena import PLY_LIMIT
 from agents.base import Agent, read_manifest
-from agents.spec import from_spec, load_for_variant, saved_agents
+from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
 from agents.uci import EngineNotFoundError, find_engine
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, WHITE, Move, Position
@@ -56,10 +64,59 @@ from minichess_envs.variants import VARIANTS, Variant, get_variant
 STATIC = os.path.join(os.path.dirname(__file__), "static")
 HUMAN = "human"
 MAX_BODY = 1 << 20  # bytes of a request (a long PGN is ~10 kB)
-MAX_DEPTH = 4  # minimax deeper than this takes minutes on 8x8
-MAX_NODES = 1_000_000
+MOVE_SECONDS = 20.0  # an agent's move or analysis; built-in agents within SERVER_LIMITS need well under 1 s
+PGN_SECONDS = 5.0  # reading an upload: a 1 MiB file of games each illegal at its last move took 17.7 s
 RESIGNATION = "resignation"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_THREADING = threading.__dict__
+#: Work under bounded() pauses this long after each YIELD_EVERY seconds, so the event loop gets the GIL within
+#: ~2 ms (not the 5 ms switch interval per waiting thread) and requests are answered while searches run.
+YIELD_EVERY, YIELD_PAUSE = 0.002, 0.0005
+
+
+class Stopped(Exception):
+    """Work under :func:`bounded` stopped before its end: ``timed_out``, or asked to stop."""
+
+    def __init__(self, message: str, timed_out: bool):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class _Stop(BaseException):
+    """Raised into the worker's code; not an ``Exception``, so an agent's ``except Exception`` lets it through."""
+
+
+def bounded(fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
+    """``fn(*args)`` in this thread, stopped at its next Python call once ``seconds`` pass or a ``stops`` event is set.
+
+    Raises :class:`Stopped`. The check runs on every Python function call in this
+    thread (a trace function), so pure-Python search such as minimax stops within
+    milliseconds; a wait inside C (an engine's pipe) is ended by closing the agent.
+    """
+    deadline = time.monotonic() + seconds
+    paused = [time.monotonic()]
+
+    def check(frame, event, arg):
+        now = time.monotonic()
+        # Not inside threading's own Python code: stopping between a Condition's
+        # acquire and release would leave a lock held (the hazard of KeyboardInterrupt).
+        if frame.f_globals is not _THREADING and (now > deadline or any(e.is_set() for e in stops)):
+            raise _Stop
+        if now - paused[0] > YIELD_EVERY:
+            time.sleep(YIELD_PAUSE)  # releases the GIL
+            paused[0] = time.monotonic()
+        return None  # calls only, no line events: minimax runs ~1.5x slower, not several times
+
+    previous = sys.gettrace()  # a debugger's or coverage's: restored after (the work itself goes untraced by it)
+    sys.settrace(check)
+    try:
+        return fn(*args)
+    except _Stop:
+        if time.monotonic() > deadline:
+            raise Stopped(f"took more than {seconds:g} s (this server's limit)", True) from None
+        raise Stopped("stopped: the game was deleted or the server is stopping", False) from None
+    finally:
+        sys.settrace(previous)
 
 
 class Game:
@@ -78,6 +135,7 @@ class Game:
         self.resigned: int | None = None
         self.busy = False  # an agent is thinking; the game does not change meanwhile
         self.agent_lock = threading.Lock()  # agents are not thread-safe: one call at a time (move or analysis)
+        self.stop = threading.Event()  # set when the game ends on the server: its agents' work stops
         self.touched = time.monotonic()
         self.history: list[dict] = []
         replay, self.position = position, Position(position.variant, position.root_fen)
@@ -149,17 +207,46 @@ class Game:
         return position.action_to_move(action)
 
     def close(self) -> None:
+        """Stop the agents' work and close them (an engine may take ~2 s to quit: not on the event loop)."""
+        self.stop.set()
         for agent in self.agents:
             close = getattr(agent, "close", None)
             if close:
                 close()
 
 
+class HostCheck:
+    """ASGI middleware: 400 unless the ``Host`` header names one of ``allowed_hosts`` (against DNS rebinding)."""
+
+    def __init__(self, app, allowed_hosts: list[str]):
+        self.app = app
+        self.allowed = {_host_name(h) for h in allowed_hosts}
+
+    async def __call__(self, scope, receive, send):
+        host = _host_name(Headers(scope=scope).get("host", "")) if scope["type"] in ("http", "websocket") else None
+        if host is not None and host not in self.allowed:
+            await JSONResponse({"error": "Invalid host header"}, status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _host_name(host: str) -> str:
+    """A ``Host`` header's or an address's host, lower case, without port or brackets: ``[::1]:80`` -> ``::1``."""
+    host = host.strip().lower()
+    if host.startswith("["):  # an IPv6 literal: its colons are not the port's
+        end = host.find("]")
+        return host[1:end] if end > 0 else ""
+    if host.count(":") > 1:  # a bare IPv6 address, as --host takes it
+        return host
+    return host.partition(":")[0]
+
+
 class PlayServer:
     """The games and the agents on offer; :attr:`app` is the ASGI application."""
 
     def __init__(self, runs_dir: str | None = "runs", agent_paths: list[str] = (), *, ply_limit: int | None = None,
-                 max_games: int = 200, allowed_hosts: list[str] | None = None, extra_agents: dict | None = None):
+                 max_games: int = 200, allowed_hosts: list[str] | None = None, extra_agents: dict | None = None,
+                 move_seconds: float = MOVE_SECONDS, pgn_seconds: float = PGN_SECONDS):
         self.runs_dir = runs_dir
         self.named = {}  # saved agents named on the command line: display name -> directory
         for path in agent_paths:
@@ -168,6 +255,9 @@ class PlayServer:
         self.extra_agents = dict(extra_agents or {})  # name -> factory(variant) (tests, embedding)
         self.ply_limit = ply_limit
         self.max_games = max_games
+        self.move_seconds = move_seconds
+        self.pgn_seconds = pgn_seconds
+        self.stopping = threading.Event()  # set when the server stops (see stop_all): all work in threads stops
         self.games: dict[str, Game] = {}
         self._tablebase = None
         self._tablebase_lock = threading.Lock()
@@ -178,6 +268,7 @@ class PlayServer:
             Route("/api/games", self.new_game, methods=["POST"]),
             Route("/api/pgn", self.load_pgn, methods=["POST"]),
             Route("/api/games/{id}", self.get_game),
+            Route("/api/games/{id}", self.delete_game, methods=["DELETE"]),
             Route("/api/games/{id}/move", self.move, methods=["POST"]),
             Route("/api/games/{id}/agent", self.agent_move, methods=["POST"]),
             Route("/api/games/{id}/undo", self.undo, methods=["POST"]),
@@ -186,14 +277,15 @@ class PlayServer:
             Route("/api/games/{id}/analysis", self.analysis),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
-        middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+        middleware = [Middleware(HostCheck, allowed_hosts=allowed_hosts)] if allowed_hosts else []
         self.app = Starlette(routes=routes, middleware=middleware, lifespan=self._lifespan,
                              exception_handlers={HTTPException: _error, Exception: _crash})
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app):
         yield
-        self.close()
+        self.stop_all()
+        await run_in_threadpool(self.close)
 
     # -- agents -------------------------------------------------------------------
 
@@ -208,7 +300,7 @@ class PlayServer:
     def builtin(self) -> list[dict]:
         """The built-in agents on offer, each with the variants it plays (``None``: all)."""
         out = [{"name": "random", "variants": None}, {"name": "greedy", "variants": None}]
-        out += [{"name": f"minimax:{d}", "variants": None} for d in range(1, MAX_DEPTH + 1)]
+        out += [{"name": f"minimax:{d}", "variants": None} for d in range(1, SERVER_LIMITS.depth + 1)]
         for engine, nodes in (("fairy-stockfish", (100, 1000, 10000)), ("stockfish", (1000, 100000))):
             try:
                 find_engine(engine)
@@ -221,21 +313,22 @@ class PlayServer:
         return out
 
     def make_agent(self, name: str, variant: Variant) -> Agent:
-        """A new agent from a name the browser sent (a spec or a saved agent's name, never a path)."""
+        """A new agent from a name the browser sent (a saved agent's, or a spec within SERVER_LIMITS; never a path)."""
         saved = self.saved()
         if name in saved:
             return load_for_variant(saved[name], variant)
         if name in self.extra_agents:
             return self.extra_agents[name](variant)
-        kind, _, arg = name.partition(":")
-        if kind == "minimax" and arg.isdigit() and int(arg) > MAX_DEPTH:
-            raise ValueError(f"minimax depth {arg} is more than this server allows ({MAX_DEPTH})")
-        if kind in ("fairy-stockfish", "stockfish") and arg.isdigit() and int(arg) > MAX_NODES:
-            raise ValueError(f"{arg} nodes is more than this server allows ({MAX_NODES:,})")
         try:
-            return from_spec(name, variant, allow_paths=False)
+            return from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS)
         except EngineNotFoundError as exc:
             raise ValueError(str(exc)) from None
+
+    def player_name(self, name: str) -> str:
+        """The name a game shows for a player the browser sent: saved and extra agents as named, specs normalised."""
+        if name in self.extra_agents or name in self.saved():
+            return name
+        return HUMAN if name.strip().lower() == HUMAN else parse_spec(name)
 
     def analyser(self, name: str, game: Game) -> tuple[Agent, threading.Lock] | None:
         """The agent whose search the analysis shows: ``name`` (a player or saved agent), else a player that can."""
@@ -273,43 +366,65 @@ class PlayServer:
         game.touched = time.monotonic()
         return game
 
-    def make_agents(self, players: tuple[str, str], variant: Variant) -> list[Agent | None]:
-        """An agent for each non-human player (loading may take a while: called in a worker thread)."""
-        agents = []
+    def make_agents(self, players: tuple[str, str], variant: Variant) -> tuple[tuple[str, str], list[Agent | None]]:
+        """The players' names (specs normalised) and an agent for each non-human (loading is slow: a worker thread)."""
+        names, agents = [], []
         for player in players:
-            if not isinstance(player, str) or not player:
+            if not isinstance(player, str) or not player.strip():
                 raise HTTPException(422, f"a player must be {HUMAN!r} or an agent's name, not {player!r}")
             try:
-                agents.append(None if player == HUMAN else self.make_agent(player, variant))
-            except ValueError as exc:  # unknown name, wrong variant, engine missing, broken saved agent
+                name = self.player_name(player)
+                agents.append(None if name == HUMAN else self.make_agent(name, variant))
+            # unknown name, wrong variant, engine missing, broken saved agent, an extra to install (torch)
+            except (ValueError, MissingExtraError) as exc:
                 for agent in agents:
                     getattr(agent, "close", lambda: None)()
                 raise HTTPException(422, str(exc)) from None
-        return agents
+            names.append(name)
+        return tuple(names), agents
 
-    def add(self, position: Position, players: tuple[str, str], agents: list[Agent | None],
-            headers: dict | None = None, names: tuple[str, str] | None = None) -> Game:
-        """Register a new game (on the event loop: the games dict is only changed there)."""
+    def make_game(self, position: Position, players: tuple[str, str], agents: list[Agent | None],
+                  headers: dict | None = None, names: tuple[str, str] | None = None) -> Game:
+        """A new game, not yet registered (replaying a long PGN's moves takes a while: a worker thread)."""
         v = position.variant
         if names is None:
             names = tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
         limit = v.ply_limit if self.ply_limit is None else min(self.ply_limit, v.ply_limit)
+        return Game(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
+
+    async def add(self, game: Game) -> Game:
+        """Register ``game``, dropping the least recently used idle games beyond ``max_games``.
+
+        On the event loop, where alone the games dict changes; games are closed in
+        a worker thread (an engine may take ~2 s to quit).
+        """
+        dropped = []
         while len(self.games) >= self.max_games:
             idle = [g for g in self.games.values() if not g.busy]
             if not idle:
+                await run_in_threadpool(game.close)
                 raise HTTPException(503, "too many games in progress: try again shortly")
             oldest = min(idle, key=lambda g: g.touched)
-            del self.games[oldest.id]
-            oldest.close()
-        game = Game(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
+            dropped.append(self.games.pop(oldest.id))
         self.games[game.id] = game
+        for old in dropped:
+            await run_in_threadpool(old.close)
         return game
 
     def close(self) -> None:
-        """End every game (engine processes stop)."""
-        for game in self.games.values():
-            game.close()
+        """End every game (their work stops, engine processes quit)."""
+        games = list(self.games.values())
         self.games.clear()
+        for game in games:
+            game.close()
+
+    def stop_all(self) -> None:
+        """Make all work in worker threads stop at its next Python call; safe in a signal handler."""
+        self.stopping.set()
+
+    async def run(self, fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
+        """``fn(*args)`` in a worker thread under :func:`bounded`, stopped also when the server stops."""
+        return await run_in_threadpool(bounded, fn, *args, seconds=seconds, stops=(self.stopping, *stops))
 
     # -- handlers ------------------------------------------------------------------
 
@@ -336,26 +451,44 @@ class PlayServer:
         except (ValueError, TypeError) as exc:  # unknown variant, bad FEN
             raise HTTPException(422, str(exc)) from None
         players = (_field(data, "white", HUMAN), _field(data, "black", HUMAN))
-        agents = await run_in_threadpool(self.make_agents, players, v)
-        game = self.add(position, players, agents)
+        players, agents = await run_in_threadpool(self.make_agents, players, v)
+        game = await self.add(self.make_game(position, players, agents))
         return JSONResponse(game.state(), status_code=201)
 
     async def load_pgn(self, request: Request) -> Response:
         data = await _json(request)
-        stats = PgnStats()
-        loaded = next(read_pgn(io.StringIO(_field(data, "pgn", None)), stats=stats), None)  # the first good game
-        if loaded is None:
+        text = _field(data, "pgn", None)
+        try:
+            (game, result), stats = await self.run(self.read_first_game, text, seconds=self.pgn_seconds)
+        except Stopped as exc:
+            raise HTTPException(422 if exc.timed_out else 503, f"cannot read this PGN: reading {exc}") from None
+        if game is None:
             raise HTTPException(422, f"cannot read this PGN: {stats}")
+        game = await self.add(game)
+        state = game.state()
+        if result != "*" and not state["over"]:
+            state["pgn_result"] = result  # e.g. a resignation: shown, the game stays playable
+        return JSONResponse(state, status_code=201)
+
+    def read_first_game(self, text: str) -> tuple[tuple[Game | None, str], PgnStats]:
+        """``((game, its Result tag), stats)`` for the first good game in PGN ``text``; the game is not registered."""
+        stats = PgnStats()
+        loaded = next(read_pgn(io.StringIO(text), stats=stats), None)
+        if loaded is None:
+            return (None, "*"), stats
         names = (loaded.headers.get("White", "?"), loaded.headers.get("Black", "?"))
         keep = {k: val for k, val in loaded.headers.items() if k in ("Event", "Site", "Date", "Round")}
-        game = self.add(loaded.position(), (HUMAN, HUMAN), [None, None], keep, names)
-        state = game.state()
-        if loaded.headers.get("Result", "*") != "*" and not state["over"]:
-            state["pgn_result"] = loaded.headers["Result"]  # e.g. a resignation: shown, the game stays playable
-        return JSONResponse(state, status_code=201)
+        game = self.make_game(loaded.position(), (HUMAN, HUMAN), [None, None], keep, names)
+        return (game, loaded.headers.get("Result", "*")), stats
 
     async def get_game(self, request: Request) -> Response:
         return JSONResponse(self.game(request).state())
+
+    async def delete_game(self, request: Request) -> Response:
+        game = self.game(request)
+        del self.games[game.id]
+        await run_in_threadpool(game.close)  # an agent thinking in it stops
+        return JSONResponse({"deleted": game.id})
 
     async def move(self, request: Request) -> Response:
         game = self.game(request)
@@ -373,11 +506,17 @@ class PlayServer:
         game = self.game(request)
         self._check_turn(game, human=False)
         game.busy = True
+        name = game.names[game.position.turn]
         try:
-            move = await run_in_threadpool(game.choose, game.position.copy())
+            move = await self.run(game.choose, game.position.copy(), seconds=self.move_seconds, stops=(game.stop,))
+        except Stopped as exc:  # the game is unchanged
+            if game.stop.is_set():
+                raise HTTPException(410, f"{name} {exc}") from None
+            raise HTTPException(503, f"{name} {exc}" + ("; try a weaker agent" if exc.timed_out else "")) from None
         except Exception as exc:  # a crashed engine or checkpoint: say so, keep the game
-            raise HTTPException(502, f"{game.names[game.position.turn]} failed to move: "
-                                f"{type(exc).__name__}: {exc}") from None
+            if game.stop.is_set():  # an engine closed under it: the game was deleted
+                raise HTTPException(410, f"{name} stopped: the game was deleted") from None
+            raise HTTPException(502, f"{name} failed to move: {type(exc).__name__}: {exc}") from None
         finally:
             game.busy = False
         game.push(move)
@@ -433,8 +572,10 @@ class PlayServer:
         ply = request.query_params.get("ply")
         if ply is None:
             ply = game.position.ply
-        elif not ply.isdigit() or int(ply) > game.position.ply:
-            raise HTTPException(422, f"ply must be a number from 0 to {game.position.ply}, not {ply!r}")
+        # isascii: "²".isdigit() is true but int("²") fails; the length check keeps int() off 5,000 digits
+        elif not (ply.isascii() and ply.isdigit()) or len(ply) > 9 or int(ply) > game.position.ply:
+            shown = ply if len(ply) <= 20 else f"{ply[:20]}... ({len(ply)} characters)"
+            raise HTTPException(422, f"ply must be a number from 0 to {game.position.ply}, not {shown!r}")
         position = game.position.copy()
         while position.ply > int(ply):
             position.pop()
@@ -452,7 +593,10 @@ class PlayServer:
                 with lock:
                     return agent.analyse(position)
 
-            view = await run_in_threadpool(search)
+            try:
+                view = await self.run(search, seconds=self.move_seconds, stops=(game.stop,))
+            except Stopped as exc:
+                raise HTTPException(410 if game.stop.is_set() else 503, f"the analysis {exc}") from None
             view["agent"] = getattr(agent, "name", name)
             for entry in view["moves"]:
                 entry["san"] = san(position, entry["move"])
@@ -479,16 +623,37 @@ def _verdict(value: int, dtm: int | None) -> str:
 
 
 async def _json(request: Request) -> dict:
-    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 if too big."""
+    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 if over :data:`MAX_BODY`."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         raise HTTPException(415, "send the request body as application/json")
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+    raw = await _body(request)
     if not raw.strip():
         return {}
+    # A big body takes milliseconds to decode: a worker thread, so other requests are not held up.
+    return await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
+
+
+async def _body(request: Request) -> bytes:
+    """The body; 413 from its ``Content-Length``, or (chunked) as soon as the bytes read pass MAX_BODY."""
+    length = request.headers.get("content-length")
+    if length is not None and not (length.isascii() and length.isdigit()):
+        raise HTTPException(400, "the Content-Length header is not a number")
+    if length is not None and (len(length) > 12 or int(length) > MAX_BODY):
+        raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode(raw: bytes) -> dict:
     try:
         data = json.loads(raw)
+    except RecursionError:  # e.g. 100,000 nested brackets
+        raise HTTPException(400, "malformed JSON: nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise HTTPException(400, f"malformed JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -520,18 +685,26 @@ def create_app(runs_dir: str | None = "runs", agent_paths: list[str] = (), **opt
 
 def serve(args) -> int:
     """``minichess serve`` (``args`` from :func:`minichess_envs.cli.main`)."""
-    import uvicorn
+    uvicorn = require("uvicorn", "play", "minichess serve")
 
     loopback = args.host in LOOPBACK
     # Answer only requests addressed to this host (DNS rebinding); all interfaces accept any name.
     hosts = list(LOOPBACK) if loopback else None if args.host in ("0.0.0.0", "::") else [args.host]
     server = PlayServer(args.runs, args.agent, ply_limit=args.ply_limit, allowed_hosts=hosts)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            # uvicorn waits for the requests in flight before it shuts down: their work must stop first.
+            server.stop_all()
+            super().handle_exit(sig, frame)
     if not loopback:
         print(f"warning: listening on {args.host}: anyone who can reach this machine can use the app")
     saved = server.saved()
     print(f"minichess: {len(saved)} saved agent(s) on offer" + (f" ({', '.join(saved)})" if saved else ""))
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"minichess: open http://{shown}:{args.port}/ in a browser (Ctrl+C stops)", flush=True)
-    uvicorn.run(server.app, host=args.host, port=args.port, log_level="warning")
+    # The 1 s grace is a backstop: work under bounded() ends within milliseconds of stop_all().
+    Server(uvicorn.Config(server.app, host=args.host, port=args.port, log_level="warning",
+                          timeout_graceful_shutdown=1)).run()
     return 0
 

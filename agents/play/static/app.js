@@ -57,7 +57,7 @@ async function init() {
   }
   $("variant").value = "gardner";
   fillPlayers();
-  $("variant").addEventListener("change", fillPlayers);
+  $("variant").addEventListener("change", () => { fillPlayers(); if (!game) render(); });
   $("setup").addEventListener("submit", (e) => { e.preventDefault(); newGame(); });
   $("pgn-file").addEventListener("change", loadPgn);
   $("first").onclick = () => show(0);
@@ -100,7 +100,9 @@ async function newGame() {
   if ($("fen").value.trim()) body.fen = $("fen").value.trim();
   autoplay = false;
   try {
+    const previous = game;
     setGame(await api("POST", "/api/games", body));
+    forget(previous);
     flipped = game.players.white !== options.human && game.players.black === options.human;
     render();
     maybeAgent();
@@ -111,12 +113,19 @@ async function loadPgn(event) {
   const file = event.target.files[0];
   if (!file) return;
   try {
+    const previous = game;
     setGame(await api("POST", "/api/pgn", {pgn: await file.text()}));
+    forget(previous);
     view = 0;
     say(game.pgn_result ? `The PGN gives the result ${game.pgn_result}.` : "");
     render();
   } catch (err) { say(err.message); }
   event.target.value = "";
+}
+
+// The server drops a game left behind, so an agent still thinking in it stops.
+function forget(old) {
+  if (old) api("DELETE", `/api/games/${old.id}`).catch(() => {});
 }
 
 function setGame(state) {
@@ -128,10 +137,11 @@ function setGame(state) {
 async function change(method, action, body) {
   if (!game || busy) return;
   busy = true;
+  const id = game.id;
   try {
-    game = await api(method, `/api/games/${game.id}/${action}`, body);
-    view = null; selected = null; say("");
-  } catch (err) { say(err.message); }
+    const state = await api(method, `/api/games/${id}/${action}`, body);
+    if (game.id === id) { game = state; view = null; selected = null; say(""); }  // not if replaced meanwhile
+  } catch (err) { if (game.id === id) say(err.message); }
   busy = false;
   render();
 }
@@ -152,10 +162,11 @@ async function agentMove() {
   busy = true;
   game.busy = true;
   render();
+  const id = game.id;
   try {
-    game = await api("POST", `/api/games/${game.id}/agent`, {});
-    view = null; say("");
-  } catch (err) { say(err.message); autoplay = false; }
+    const state = await api("POST", `/api/games/${id}/agent`, {});
+    if (game.id === id) { game = state; view = null; say(""); }  // a new game may have replaced it meanwhile
+  } catch (err) { if (game.id === id) { say(err.message); autoplay = false; } }
   busy = false;
   render();
   if (autoplay) setTimeout(maybeAgent, 350);
@@ -228,8 +239,14 @@ function placement(fen, width) {
   return board;
 }
 
+// Before the first game: the chosen variant's start position, so the page opens on a board.
+function preview() {
+  const v = options && options.variants.find((o) => o.name === $("variant").value);
+  return v ? {width: v.width, height: v.height, fen: v.start_fen} : null;
+}
+
 function squareXY(square) {
-  const {width, height} = game.variant;
+  const {width, height} = game ? game.variant : preview();
   const file = FILES.indexOf(square[0]), rank = parseInt(square.slice(1), 10) - 1;
   return flipped ? [(width - 1 - file) * SQ, rank * SQ] : [file * SQ, (height - 1 - rank) * SQ];
 }
@@ -272,18 +289,19 @@ function render() {
   renderPanel();
   const svg = $("board");
   svg.innerHTML = "";
-  if (!game) {
+  const start = game ? null : preview();
+  if (!game && !start) {  // the options have not arrived yet
     svg.setAttribute("viewBox", "0 0 500 500");
     el("rect", {width: 500, height: 500, fill: "#e9e4d8"}, svg);
     return;
   }
-  const {width, height} = game.variant;
+  const {width, height} = game ? game.variant : start;
   svg.setAttribute("viewBox", `0 0 ${width * SQ} ${height * SQ}`);
-  const ply = shownPly();
-  const pieces = placement(fenAt(ply), width);
-  const last = ply > 0 ? game.history[ply - 1].uci : null;
-  const dests = selected ? movesFrom(selected).map((m) => m.to) : [];
-  const checked = view === null && game.check
+  const ply = game ? shownPly() : 0;
+  const pieces = placement(game ? fenAt(ply) : start.fen, width);
+  const last = game && ply > 0 ? game.history[ply - 1].uci : null;
+  const dests = game && selected ? movesFrom(selected).map((m) => m.to) : [];
+  const checked = game && view === null && game.check
     ? Object.keys(pieces).find((s) => pieces[s] === (game.turn === "white" ? "K" : "k")) : null;
   for (let rank = 1; rank <= height; rank++) {
     for (let file = 0; file < width; file++) {
