@@ -88,7 +88,6 @@ AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
     "agents.ppo.agent:EpsilonRandomAgent",
     "agents.ppo.agent:ByColorAgent",
     "agents.alphazero.agent:AlphaZeroAgent",
-    "agents.alphazero.boardgames:BoardGameAlphaZeroAgent",
     "agents.boardgame_ppo:BoardGamePPOAgent",
 ])
 
@@ -106,8 +105,13 @@ def register_agent(cls: type) -> type:
     return cls
 
 
+#: Agent types saved under another name before: what they load as.
+RENAMED_TYPES = {"agents.alphazero.boardgames:BoardGameAlphaZeroAgent": "agents.alphazero.agent:AlphaZeroAgent"}
+
+
 def agent_class(name: str) -> type:
     """The registered agent class called ``name`` (``"module:Class"``); ``ValueError`` if it is not registered."""
+    name = RENAMED_TYPES.get(name, name)
     if name not in AGENT_TYPES:
         raise ValueError(f"{name!r} is not a registered agent type (register your own with "
                          "agents.register_agent; shipped: " + ", ".join(sorted(AGENT_TYPES)) + ")")
@@ -166,6 +170,13 @@ def read_manifest(path: str) -> dict:
     if not isinstance(manifest.get("name", ""), str):
         raise ValueError(f"corrupt agent manifest {file}: 'name' must be a string")
     return manifest
+
+
+def manifest_game(path: str) -> str | None:
+    """The game a saved agent says it plays (a chess variant or a board game), or ``None``."""
+    settings = read_manifest(path)["settings"]
+    game = settings.get("game", settings.get("variant"))
+    return game if isinstance(game, str) else None
 
 
 def check_settings(path: str, settings: dict, required: dict, optional: dict | None = None,

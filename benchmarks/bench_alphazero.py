@@ -28,9 +28,9 @@ import torch  # noqa: E402
 
 
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, search  # noqa: E402
-from agents.games.chess import chess_games  # noqa: E402
+from agents.games.chess import ChessGame, chess_games  # noqa: E402
 from agents.alphazero.selfplay import play_games  # noqa: E402
-from agents.alphazero.train import Config, make_net  # noqa: E402
+from agents.alphazero.train import Config, make_net, start_game, with_changes  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.positions import random_walk_positions  # noqa: E402
 
@@ -48,7 +48,8 @@ def positions_for(variant: str, count: int, rng: np.random.Generator) -> list[Po
 
 def search_speed(variant: str, trees: int, leaves: int, simulations: int, seconds: float) -> dict:
     """Simulations per second; each call searches fresh positions with an empty cache."""
-    net, encoding = make_net(Config(variant=variant, **NETS[variant]))
+    config = with_changes(Config(), game=variant, **NETS[variant])
+    net, encoding = make_net(config), start_game(config).encoding
     config = SearchConfig(simulations=simulations, leaves_per_tree=leaves)
     rng = np.random.default_rng(0)
     done = hits = misses = 0
@@ -63,15 +64,16 @@ def search_speed(variant: str, trees: int, leaves: int, simulations: int, second
 
 
 def selfplay_speed(variant: str, games: int, leaves: int, simulations: int, seconds: float) -> dict:
-    net, encoding = make_net(Config(variant=variant, **NETS[variant]))
+    config = with_changes(Config(), game=variant, **NETS[variant])
+    net, encoding = make_net(config), start_game(config).encoding
     evaluator = NetworkEvaluator(net)
     config = SearchConfig(simulations=simulations, leaves_per_tree=leaves)
     rng = np.random.default_rng(0)
     positions = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        samples, _ = play_games([Position(variant) for _ in range(games)], evaluator, config, encoding, rng,
-                                temperature_plies=12, ply_limit=120)
+        starts = [ChessGame(Position(variant), encoding, ply_limit=120) for _ in range(games)]
+        samples, _ = play_games(starts, evaluator, config, rng, temperature_plies=12)
         positions += len(samples)
         evaluator.clear()  # as after every training iteration
     elapsed = time.perf_counter() - start

@@ -22,7 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from agents.alphazero.train import gardner_config, make_net  # noqa: E402
+from agents.alphazero.train import gardner_config, make_net, start_game  # noqa: E402
 from agents.devices import resolve_device  # noqa: E402
 from agents.runs import machine, machine_text  # noqa: E402
 
@@ -71,7 +71,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     started = machine()
-    net, encoding = make_net(gardner_config("unused"))
+    config = gardner_config("unused")
+    net, encoding = make_net(config), start_game(config).encoding
     net = net.to(device).eval()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     print(f"Gardner network ({sum(p.numel() for p in net.parameters()):,} parameters) on {device}, "

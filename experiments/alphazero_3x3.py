@@ -30,7 +30,7 @@ from agents import GreedyAgent, RandomAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.diagnostics import TablebaseEvaluation  # noqa: E402
 from agents.alphazero.search import SearchConfig  # noqa: E402
-from agents.alphazero.train import Config, make_net, train, write_agent  # noqa: E402
+from agents.alphazero.train import Config, start_game, train, with_changes, write_agent  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, machine, machine_text  # noqa: E402
 from minichess_envs.positions import START_POSITIONS  # noqa: E402
@@ -55,8 +55,8 @@ def main(argv=None) -> int:
 
     started = machine()
     starts = START_POSITIONS["3x3"]
-    config = Config(
-        variant="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
+    config = with_changes(Config(),
+        game="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, random_start_fraction=0.75,
         start_fens=(starts["white"], starts["black"]),
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99),
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     )
     print("loading the 3x3 tablebase (evaluation only) ...", flush=True)
     tablebase = Tablebase.load("3x3", verbose=True)
-    _, encoding = make_net(config)
+    encoding = start_game(config).encoding
     evaluation = TablebaseEvaluation(tablebase, encoding, config.search, sample=args.eval_sample, seed=args.seed)
     print(f"{len(evaluation.rows):,} non-terminal positions; searching {len(evaluation.sample):,} of them "
           f"each iteration at {args.simulations} simulations", flush=True)
@@ -135,9 +135,9 @@ def write_report(args, config, state, scores, train_seconds, final_seconds, wall
     positions = sum(m["samples"] for m in metrics)
     text = f"""# AlphaZero on Major-Piece 3x3 chess
 
-{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
-move, 75% of games from random legal positions, 25% from the two drawn starts), a {config.blocks}-block,
-{config.channels}-channel residual network; judged against the exact tablebase on **every** one of the
+{len(metrics)} iterations of {config.selfplay.games_per_iteration} self-play games ({config.search.simulations} simulations a
+move, 75% of games from random legal positions, 25% from the two drawn starts), a {config.network.blocks}-block,
+{config.network.channels}-channel residual network; judged against the exact tablebase on **every** one of the
 {raw_all['positions']:,} non-terminal positions.
 
 | | value-preserving | DTM-optimal | target |

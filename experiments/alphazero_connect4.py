@@ -25,7 +25,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, GameConfig, train, write_agent  # noqa: E402
+from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
+from agents.alphazero.train import Config, train, with_changes, write_agent  # noqa: E402
 from agents.alphazero.search import MOVE_CHOICES, SearchConfig  # noqa: E402
 from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
 from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver, judged_sample  # noqa: E402
@@ -82,14 +83,14 @@ def main(argv=None) -> int:
     judge_seconds = time.perf_counter() - start
     args.positions = positions
 
-    config = GameConfig(
+    config = with_changes(Config(),
         game="connect_four", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, temperature_plies=args.temperature_plies,
         random_start_fraction=args.random_start_fraction, random_start_plies=args.random_start_plies,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=args.blocks, channels=args.channels, policy_channels=8, buffer_size=args.buffer,
-        mixed_precision_training=args.bf16_training, batch_size=256,
+        batch_size=256, mixed_precision_training=args.bf16_training,
         sample_reuse=args.sample_reuse, value_target_q=args.value_target_q,
         policy_target_power=args.policy_target_power, learning_rate=2e-3,
         final_learning_rate=2e-4, threads=args.threads, workers=args.workers, ray_address=args.ray_address,
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
     solver_values = np.array([max(m.values()) for m in move_values])  # for the player to move
 
     def evaluate(net, iteration):
-        agent = BoardGameAlphaZeroAgent(net, "connect_four", simulations=0)
+        agent = AlphaZeroAgent(net, "connect_four", simulations=0)
         raw = score_moves(positions, choose_in_batches(agent.act_games, positions, 1024), move_values)
         return {"score_policy_value_preserving": raw["value_preserving"],
                 **value_agreement(agent.policy_value(positions)[1], solver_values)}
@@ -108,9 +109,9 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     agent_path = write_agent(args.out, state, simulations=args.eval_simulations, move_choice=args.eval_move_choice)
-    raw = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
+    raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
     mcts_name = mcts_label(args)
-    mcts = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=args.eval_simulations, name=mcts_name,
+    mcts = AlphaZeroAgent.from_checkpoint(state, simulations=args.eval_simulations, name=mcts_name,
                                                    move_choice=args.eval_move_choice)
     alpha_beta = ConnectFourAlphaBeta(args.depth, seed=args.seed)
     players = {"raw policy": raw.act_games, mcts_name: mcts.act_games,
@@ -189,9 +190,9 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     positions = sum(m["samples"] for m in metrics)
     selfplay = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
     games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
-    where = f"in {config.workers} worker processes" if config.workers else "in the learner's process"
+    where = f"in {config.scale.workers} worker processes" if config.scale.workers else "in the learner's process"
     selfplay_text = f"self-play {where}: {games / 60:.1f} min of games, {positions / max(games, 1e-9):,.0f} positions/s"
-    if config.overlap:
+    if config.scale.overlap:
         selfplay_text += (f"; they overlapped the training, which waited {selfplay / 60:.1f} min for them (games"
                           " played with the weights of one iteration before)")
     searches = f"{config.search.simulations} simulations a move"
@@ -202,9 +203,9 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
                       f" the solver's 1 / 0 / -1: {metrics[-1]['value_mse']:.3f}).\n")
     text = f"""# AlphaZero on Connect Four (PettingZoo `connect_four_v3`)
 
-{len(metrics)} iterations of {config.games_per_iteration} self-play games ({searches},
-{config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves),
-{positions:,} training positions, a {config.blocks}-block, {config.channels}-channel residual network, the
+{len(metrics)} iterations of {config.selfplay.games_per_iteration} self-play games ({searches},
+{config.selfplay.random_start_fraction:.0%} of games after 1-{config.selfplay.random_start_plies} random moves),
+{positions:,} training positions, a {config.network.blocks}-block, {config.network.channels}-channel residual network, the
 batched tree search (`agents/alphazero/search.py`) over the board adapter of the PettingZoo game.
 Judged by the perfect solver bitbully on a seeded sample of {args.sample} positions from real games
 (alpha-beta depth 2 against itself with 30% random moves, mean {np.mean([g.moves for g in args.positions]):.1f}
@@ -255,7 +256,7 @@ Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `s
 ```
 
 The trained agent: `agents.load("{agent_path}")` (MCTS with {args.eval_simulations} simulations, {args.eval_move_choice}; pass
-`simulations=0` to `BoardGameAlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
+`simulations=0` to `AlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
 `agent.act(obs["observation"], obs["action_mask"])`.
 """
     with open(os.path.join(out, "report.md"), "w") as f:

@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                              "(default: constant)")
     parser.add_argument("--root", default="puct", choices=("puct", "gumbel"),
                         help="root search of self-play and the agent: PUCT or Gumbel AlphaZero")
-    parser.add_argument("--value-q-weight", type=float, default=0.0,
+    parser.add_argument("--value-target-q", type=float, default=0.0,
                         help="value target: (1 - w) * game result + w * the search's root value")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2,
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
                             ray_address=args.ray_address, init_from=args.init_from, device=args.device,
                             hours=args.hours, learning_rate=args.learning_rate,
                             final_learning_rate=args.final_learning_rate,
-                            value_q_weight=args.value_q_weight)
+                            value_target_q=args.value_target_q)
     config = dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
     pretrained = None
     if args.init_from is None and args.pretrain_games > 0:
@@ -126,9 +126,9 @@ def main(argv=None) -> int:
     final_levels = tuple(int(n) for n in args.final_levels.split(","))
     ladder = engine_ladder()
 
-    def evaluate(net, encoding, iteration):
+    def evaluate(net, iteration):
         """The raw policy (argmax, no search) against random with both colors; now and then a short ladder."""
-        raw = AlphaZeroAgent(net, "gardner", config.history, config.last_move, simulations=0)
+        raw = AlphaZeroAgent(net, "gardner", config.network.history, config.network.last_move, simulations=0)
         row = {}
         for color in ("white", "black"):
             match = versus_random(raw, "gardner", games=args.eval_games, color=color, seed=10_000 * iteration)
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         if ladder is not None and args.ladder_every > 0 and iteration % args.ladder_every == 0:
             # a CPU copy: the ladder's worker processes get the agent pickled
             net_cpu = copy.deepcopy(net).cpu()
-            agent = AlphaZeroAgent(net_cpu, "gardner", config.history, config.last_move, args.simulations,
+            agent = AlphaZeroAgent(net_cpu, "gardner", config.network.history, config.network.last_move, args.simulations,
                                    config.search)
             result = play_ladder(agent, "gardner", ladder_levels, ladder, openings=args.ladder_openings)
             row.update(ladder_elo=result.elo.elo, ladder_elo_low=result.elo.low, ladder_elo_high=result.elo.high)
@@ -186,9 +186,9 @@ def pretrain(args, config) -> dict:
     generate_games(data_dir, GenerationSettings("gardner", games=args.pretrain_games, nodes=args.pretrain_nodes,
                                                 seed=args.seed))
     run_dir = os.path.join(args.out, "pretrain")
-    settings = SupervisedSettings(data=data_dir, epochs=args.pretrain_epochs, blocks=config.blocks,
-                                  channels=config.channels, policy_channels=config.policy_channels,
-                                  history=config.history, last_move=config.last_move, simulations=args.simulations,
+    settings = SupervisedSettings(data=data_dir, epochs=args.pretrain_epochs, blocks=config.network.blocks,
+                                  channels=config.network.channels, policy_channels=config.network.policy_channels,
+                                  history=config.network.history, last_move=config.network.last_move, simulations=args.simulations,
                                   seed=args.seed, threads=args.threads)
     train_supervised(run_dir, settings, resume=os.path.exists(os.path.join(run_dir, "checkpoint")))
     metrics = read_state(os.path.join(run_dir, "checkpoint")).metrics
@@ -198,8 +198,8 @@ def pretrain(args, config) -> dict:
 
 def planes_text(config) -> str:
     """The network's input, in words."""
-    shown = "the current position" if config.history == 1 else f"the last {config.history} positions"
-    return shown + (" and the last move" if config.last_move else "")
+    shown = "the current position" if config.network.history == 1 else f"the last {config.network.history} positions"
+    return shown + (" and the last move" if config.network.last_move else "")
 
 
 def selfplay_text(config) -> str:
@@ -208,8 +208,8 @@ def selfplay_text(config) -> str:
     parts = []
     if search.root == "gumbel":
         parts.append(f"Gumbel AlphaZero at the root ({search.gumbel_considered} moves considered)")
-    if config.value_q_weight > 0:
-        parts.append(f"value targets mixing the root value at weight {config.value_q_weight:g}")
+    if config.selfplay.value_target_q > 0:
+        parts.append(f"value targets mixing the root value at weight {config.selfplay.value_target_q:g}")
     return " Self-play: " + "; ".join(parts) + "." if parts else ""
 
 
@@ -279,7 +279,7 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
 """
     selfplay = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
     games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
-    overlap_text = "" if not config.overlap else (
+    overlap_text = "" if not config.scale.overlap else (
         f", overlapping the learning, which waited {selfplay / 60:.1f} min for them (games played with the weights"
         " of one iteration before)")
     positions = sum(m["samples"] for m in metrics)
@@ -304,8 +304,8 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
         start_text = "From scratch: "
     text = f"""# AlphaZero on Gardner 5x5 minichess
 
-{start_text}{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
-move, games adjudicated drawn at {config.ply_limit} plies), a {config.blocks}-block, {config.channels}-channel residual
+{start_text}{len(metrics)} iterations of {config.selfplay.games_per_iteration} self-play games ({config.search.simulations} simulations a
+move, games adjudicated drawn at {config.selfplay.ply_limit} plies), a {config.network.blocks}-block, {config.network.channels}-channel residual
 network on {planes_text(config)}.{selfplay_text(config)} The agent below searches with {args.eval_simulations} simulations a move and plays {MOVE_CHOICES[args.eval_move_choice]}.
 
 | the agent | score | target |
@@ -320,8 +320,8 @@ Baselines, same games (seeds 1,000,000 + i) under the same rules:
 Time: training {train_seconds / 60:.1f} min including the evaluations during training (self-play
 {games / 60:.1f} min of games, {positions:,} positions, {positions / max(games, 1e-9):,.0f} positions/s{overlap_text}; learning
 {sum(m["train_s"] for m in metrics) / 60:.1f} min){pretrain_time}, final matches {final_seconds / 60:.1f} min, whole run
-{wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.device}
-({resolve_device(config.device)}), self-play workers: {config.workers or "in process"}. {measured_on}
+{wall_seconds / 60:.1f} min (a resumed run counts only its own part). Device: {config.scale.device}
+({resolve_device(config.scale.device)}), self-play workers: {config.scale.workers or "in process"}. {measured_on}
 
 ## Matches
 

@@ -24,7 +24,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, GameConfig, train, write_agent  # noqa: E402
+from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
+from agents.alphazero.train import Config, train, with_changes, write_agent  # noqa: E402
 from agents.alphazero.search import SearchConfig  # noqa: E402
 from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
 from agents.games.tictactoe import solve_tictactoe  # noqa: E402
@@ -73,22 +74,22 @@ def main(argv=None) -> int:
     print(f"solved {len(table.values):,} positions ({len(positions):,} non-terminal) in {solve_seconds:.2f} s",
           flush=True)
 
-    config = GameConfig(
+    config = with_changes(Config(),
         game="tictactoe", run_dir=args.out, seed=args.seed, iterations=args.iterations, games_per_iteration=args.games,
         temperature_plies=4, random_start_fraction=0.75, random_start_plies=7,
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99,
                             dirichlet_alpha=1.0),
         blocks=2, channels=32, policy_channels=8, buffer_size=100_000, batch_size=128, sample_reuse=6.0,
-        learning_rate=3e-3, final_learning_rate=3e-5, symmetries=True,
+        learning_rate=3e-3, final_learning_rate=3e-5, all_symmetries=True,
         policy_target_power=args.policy_target_power, threads=args.threads, workers=args.workers)
     rng = np.random.default_rng(args.seed)
     sample = sorted(rng.choice(len(positions), size=min(args.eval_sample, len(positions)), replace=False))
     search = dataclasses.replace(config.search, dirichlet_epsilon=0.0)
 
     def evaluate(net, iteration):
-        agent = BoardGameAlphaZeroAgent(net, "tictactoe", simulations=0)
+        agent = AlphaZeroAgent(net, "tictactoe", simulations=0)
         raw = score_moves(positions, choose_in_batches(agent.act_games, positions, 4520), move_values)
-        agent = BoardGameAlphaZeroAgent(net, "tictactoe", simulations=search.simulations, search=search)
+        agent = AlphaZeroAgent(net, "tictactoe", simulations=search.simulations, search=search)
         games = [positions[i] for i in sample]
         mcts = score_moves(games, choose_in_batches(agent.act_games, games), [move_values[i] for i in sample])
         return {"score_policy_value_preserving": raw["value_preserving"],
@@ -100,8 +101,8 @@ def main(argv=None) -> int:
     print("final evaluation on every position and matches ...", flush=True)
     t0 = time.perf_counter()
     agent_path = write_agent(args.out, state, simulations=args.simulations)
-    raw = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
-    mcts = BoardGameAlphaZeroAgent.from_checkpoint(state, simulations=args.simulations,
+    raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
+    mcts = AlphaZeroAgent.from_checkpoint(state, simulations=args.simulations,
                                                    name=f"MCTS {args.simulations}")
     players = {"raw policy": raw.act_games, f"MCTS {args.simulations}": mcts.act_games,
                "baseline: random": random_player(args.seed)}
@@ -153,9 +154,9 @@ def write_report(args, config, state, scores, value_match, matches, solve_second
     first_full = next((m["iteration"] for m in metrics if m["score_policy_value_preserving"] == 1.0), None)
     text = f"""# AlphaZero on Tic-Tac-Toe (PettingZoo `tictactoe_v3`)
 
-{len(metrics)} iterations of {config.games_per_iteration} self-play games ({config.search.simulations} simulations a
-move, {config.random_start_fraction:.0%} of games after 1-{config.random_start_plies} random moves), a
-{config.blocks}-block, {config.channels}-channel residual network, the batched tree search
+{len(metrics)} iterations of {config.selfplay.games_per_iteration} self-play games ({config.search.simulations} simulations a
+move, {config.selfplay.random_start_fraction:.0%} of games after 1-{config.selfplay.random_start_plies} random moves), a
+{config.network.blocks}-block, {config.network.channels}-channel residual network, the batched tree search
 (`agents/alphazero/search.py`) over the board adapter of the PettingZoo game. Judged by our exhaustive
 minimax (all 5,478 positions reachable from the empty board, solved in {solve_seconds:.2f} s) on
 **every** one of the {raw_all['positions']:,} positions where the game goes on.
@@ -196,7 +197,7 @@ Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `s
 ```
 
 The trained agent: `agents.load("{agent_path}")` (MCTS with {args.simulations} simulations; pass
-`simulations=0` to `BoardGameAlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
+`simulations=0` to `AlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
 `agent.act(obs["observation"], obs["action_mask"])`.
 """
     with open(os.path.join(out, "report.md"), "w") as f:

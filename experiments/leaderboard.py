@@ -57,7 +57,7 @@ def discover_checkpoints(runs: str) -> list[tuple[str, str, object]]:
         name = os.path.relpath(root, runs)
         try:
             agent = agents.load(root)
-            variant = getattr(agent, "variant", None) or agents.base.read_manifest(root)["settings"].get("variant")
+            variant = getattr(agent, "variant", None) or agents.base.manifest_game(root)
             variant = get_variant(variant).name if isinstance(variant, (str, Variant)) else None
         except Exception as exc:  # one broken checkpoint must not stop the leaderboard
             print(f"skipping checkpoint {root}: {type(exc).__name__}: {exc}")

@@ -122,9 +122,9 @@ def main(argv=None) -> int:
                             games=args.selfplay_games, simulations=args.simulations, seed=args.seed,
                             threads=args.threads, blocks=args.blocks, channels=args.channels,
                             policy_channels=args.policy_channels)
-    settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=config.blocks, channels=config.channels,
-                                  policy_channels=config.policy_channels, history=config.history,
-                                  last_move=config.last_move, simulations=args.simulations, seed=args.seed,
+    settings = SupervisedSettings(data=data_dir, epochs=args.epochs, blocks=config.network.blocks, channels=config.network.channels,
+                                  policy_channels=config.network.policy_channels, history=config.network.history,
+                                  last_move=config.network.last_move, simulations=args.simulations, seed=args.seed,
                                   threads=args.threads, lr_schedule=args.lr_schedule, draw_penalty=args.draw_penalty)
     pretrain_dir = os.path.join(args.out, "pretrain")
     timed("pretraining", lambda: train_supervised(pretrain_dir, settings, resume=os.path.exists(

@@ -25,12 +25,17 @@ from minichess_envs.engine import (
     Position,
     Termination,
 )
-from minichess_envs.registration import register_catalogue, register_variant
+from minichess_envs.registration import (
+    extend_make_vec,
+    register_catalogue,
+    register_variant,
+)
 from minichess_envs.variants import VARIANTS, Castling, Variant, get_variant
 
 __version__ = "0.1.0"
 
 register_catalogue()  # gym.make("MiniChess-Gardner-v0"), pettingzoo.make("aec", "minichess/gardner_v0")
+extend_make_vec()  # gym.make_vec(id, n, vectorization_mode=any, vector_kwargs={"autoreset_mode": ...})
 
 __all__ = [
     "ActionSpaceError", "BLACK", "WHITE", "Castling", "FenError", "IllegalMoveError", "Move", "Outcome", "Position",

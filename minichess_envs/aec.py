@@ -22,6 +22,11 @@ wrapped); ``env(..., illegal_action="raise")`` raises ``IllegalMoveError``
 instead, as the unwrapped ``raw_env`` does. Anything outside the action space
 raises ``ActionSpaceError`` (a ``ValueError``, also under ``python -O``).
 
+``draws="claim"`` ends the game also when the player to move could claim a
+draw by repetition or the no-progress rule, as ``chess_v6`` does; with
+``ply_limit=math.inf`` (``chess_v6`` has no limit), 8x8 games end exactly where
+``chess_v6``'s do.
+
 Once the game is over neither mask is all zeros: the player to move keeps its
 legal moves where it has any (at the ply limit, after a draw by repetition);
 otherwise a mask offers only ``NO_OP_ACTION``. The finished players' steps
@@ -41,8 +46,14 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
-from minichess_envs.engine import Position, _check_action
-from minichess_envs.env import observation_space
+from minichess_envs.engine import Position, Termination, _check_action
+from minichess_envs.env import (
+    DRAWS,
+    claim_tags,
+    game_outcome,
+    observation_space,
+    resolve_ply_limit,
+)
 from minichess_envs.pgn import game_pgn
 from minichess_envs.render import Renderer
 from minichess_envs.variants import Variant, get_variant
@@ -89,7 +100,8 @@ class raw_env(AECEnv):
 
     :param variant: variant name or :class:`~minichess_envs.Variant`.
     :param history, last_move: the observation encoding.
-    :param ply_limit: plies after which the game is truncated (default: the variant's).
+    :param ply_limit: plies after which the game is truncated (default: the variant's; ``math.inf``: none).
+    :param draws: ``"automatic"`` (default) or ``"claim"``: as :class:`~minichess_envs.env.MiniChessEnv`'s.
     :param render_mode: ``"ansi"``, ``"rgb_array"`` or ``"human"`` (needs pygame).
     """
 
@@ -97,15 +109,18 @@ class raw_env(AECEnv):
                 "is_parallelizable": False, "render_fps": 2}
 
     def __init__(self, variant: str | Variant = "gardner", *, history: int = 1, last_move: bool = True,
-                 ply_limit: int | None = None, render_mode: str | None = None):
+                 ply_limit: float | None = None, draws: str = "automatic", render_mode: str | None = None):
         super().__init__()
         self.variant = get_variant(variant)
         self.metadata = dict(self.metadata, name=f"minichess_{self.variant.name.replace('-', '_')}_v0")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
+        if draws not in DRAWS:
+            raise ValueError(f"draws must be 'automatic' or 'claim', not {draws!r}")
         self.render_mode = render_mode
+        self.draws = draws
         self.encoding = ObservationEncoding(self.variant, history, last_move)
-        self.ply_limit = self.variant.ply_limit if ply_limit is None else int(ply_limit)
+        self.ply_limit = resolve_ply_limit(self.variant, ply_limit)
         self.possible_agents = list(AGENTS)
         self.agents = []
         space = observation_space(self.variant, self.encoding)
@@ -127,7 +142,7 @@ class raw_env(AECEnv):
         if unknown:  # PettingZoo's api_test passes made-up options, so warn rather than fail
             warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; supported: 'fen'", stacklevel=2)
         position = Position(self.variant, options.get("fen"))
-        if position.is_game_over():
+        if game_outcome(position, self.draws)[0]:
             raise ValueError(f"the start position {position.fen()} is already over")
         self.position = position
         self.agents = list(AGENTS)
@@ -163,12 +178,12 @@ class raw_env(AECEnv):
         self._cumulative_rewards[agent] = 0
         for a in AGENTS:
             self.infos[a] = {"move": self.position.peek().uci()}
-        outcome = self.position.outcome()
-        if outcome is not None:
+        reason, winner = game_outcome(self.position, self.draws)
+        if reason:
             for color, a in enumerate(AGENTS):
-                self.rewards[a] = 0 if outcome.winner is None else (1 if outcome.winner == color else -1)
+                self.rewards[a] = 0 if winner < 0 else (1 if winner == color else -1)
                 self.terminations[a] = True
-                self.infos[a]["outcome"] = outcome.termination.name.lower()
+                self.infos[a]["outcome"] = Termination(reason).name.lower()
         elif self.position.ply >= self.ply_limit:
             for a in AGENTS:
                 self.truncations[a] = True
@@ -197,7 +212,7 @@ class raw_env(AECEnv):
 
     def to_pgn(self, headers: dict[str, str] | None = None) -> str:
         """The current game as PGN, players named ``player_0`` / ``player_1``."""
-        tags = {"White": AGENTS[0], "Black": AGENTS[1]}
+        tags = {"White": AGENTS[0], "Black": AGENTS[1], **claim_tags(self.position, self.draws)}
         tags.update(headers or {})
         return game_pgn(self.position, tags)
 

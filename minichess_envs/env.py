@@ -22,6 +22,7 @@ legal moves if there are any, else only :data:`~minichess_envs.encoding.NO_OP_AC
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -31,7 +32,16 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
-from minichess_envs.engine import BLACK, COLOR_NAMES, WHITE, IllegalMoveError, Position, Termination, _check_action
+from minichess_envs.engine import (
+    BLACK,
+    COLOR_NAMES,
+    MAX_COUNTER,
+    WHITE,
+    IllegalMoveError,
+    Position,
+    Termination,
+    _check_action,
+)
 from minichess_envs.pgn import game_pgn
 from minichess_envs.players import check_player, choose_action, player_name
 from minichess_envs.render import Renderer
@@ -51,6 +61,63 @@ def observation_space(variant: Variant, encoding: ObservationEncoding) -> spaces
 
 
 _MASK64 = (1 << 64) - 1
+
+#: Values of the ``draws`` option: when repetition and the no-progress rule end a game.
+DRAWS = ("automatic", "claim")
+
+
+def claimable_draw(position: Position) -> int:
+    """The :class:`Termination` of a draw the player to move could claim, else 0 (for a game not yet over).
+
+    The game's own rules end it when a position occurs the n-th time or the
+    no-progress clock reaches its limit; FIDE (9.2, 9.3) lets the player to move
+    claim either draw one move earlier too, with the move that would complete it.
+    python-chess's ``can_claim_draw``, which PettingZoo ``chess_v6`` tests after
+    every move, is this rule for threefold repetition and the 50-move rule.
+    """
+    variant = position.variant
+    clock = position.halfmove_clock
+    # A move completes the n-th occurrence only after 4 (n - 1) plies without capture or pawn move (each
+    # side must move away and back); these bounds spare the move-by-move test in most positions.
+    may_repeat = variant.repetition and clock + 1 >= 4 * (variant.repetition - 1)
+    may_stall = variant.no_progress_plies and clock + 1 >= variant.no_progress_plies
+    if not (may_repeat or may_stall):
+        return 0
+    for action in position.legal_actions():
+        position.push_action(action)
+        try:
+            candidate = ((variant.repetition and position.repetitions >= variant.repetition)
+                         or (variant.no_progress_plies and position.halfmove_clock >= variant.no_progress_plies))
+            reason = position.outcome_code()[0] if candidate else 0  # mate or stalemate by that move comes first
+        finally:
+            position.pop_code()
+        if reason in (Termination.REPETITION, Termination.NO_PROGRESS):
+            return reason
+    return 0
+
+
+def game_outcome(position: Position, draws: str) -> tuple[int, int]:
+    """``position.outcome_code()`` under a ``draws`` rule: with ``"claim"``, a claimable draw ends the game too."""
+    code = position.outcome_code()
+    if code[0] or draws == "automatic":
+        return code
+    claim = claimable_draw(position)
+    return (claim, -1) if claim else code
+
+
+def claim_tags(position: Position, draws: str) -> dict[str, str]:
+    """PGN tags of a game that ended by a claimed draw (its position is not over by the rules), else ``{}``."""
+    if draws == "automatic" or position.outcome_code()[0]:
+        return {}
+    claim = claimable_draw(position)
+    return {"Result": "1/2-1/2", "Termination": Termination(claim).name.lower()} if claim else {}
+
+
+def resolve_ply_limit(variant: Variant, ply_limit: float | None) -> int:
+    """The ply limit an env uses: the variant's for ``None``, none for ``math.inf`` (as ``MAX_COUNTER``)."""
+    if ply_limit is None:
+        return variant.ply_limit
+    return MAX_COUNTER if ply_limit == math.inf else int(ply_limit)
 
 
 def random_pick(state: int, n: int) -> tuple[int, int]:
@@ -111,16 +178,28 @@ class Duel:
     """
 
     def __init__(self, opponent: Opponent, reward: str, material_scale: float, ply_limit: int,
-                 max_steps: int | None = None):
+                 max_steps: int | None = None, draws: str = "automatic"):
         self.opponent = opponent
         self.reward_mode = reward
         self.material_scale = material_scale
         self.ply_limit = ply_limit
         self.max_steps = max_steps  # env steps (learner moves), for make_vec(max_episode_steps=...)
+        self.draws = draws
         self.position: Position | None = None
         self.learner = WHITE
         self.steps = 0
         self.material = 0
+        self._outcome = (None, (0, -1))  # (position key, outcome): a step asks up to 4 times; a claim tests every move
+
+    def outcome_code(self) -> tuple[int, int]:
+        """``(reason, winner)`` of the game under the duel's ``draws`` rule (:func:`game_outcome`)."""
+        position = self.position
+        if self.draws == "automatic":
+            return position.outcome_code()
+        key = (position.ply, position.zobrist_hash)  # the game's moves only grow between starts
+        if self._outcome[0] != key:
+            self._outcome = (key, game_outcome(position, self.draws))
+        return self._outcome[1]
 
     def start(self, position: Position, learner: int, np_random: np.random.Generator) -> str | None:
         """Begin from ``position``; if the opponent is to move it moves first (its UCI is returned).
@@ -129,7 +208,7 @@ class Duel:
         over, the opponent's choice is illegal or ends the game), the duel is
         left as it was, the opponent's generator included.
         """
-        if position.is_game_over():
+        if game_outcome(position, self.draws)[0]:
             raise ValueError(f"the start position {position.fen()} is already over")
         state = self.opponent.state
         self.opponent.reset(np_random)
@@ -142,11 +221,12 @@ class Duel:
                 raise
             reply = position.action_uci(action)
             position.push_action(action)
-            if position.outcome_code()[0] or position.ply >= self.ply_limit:
+            if game_outcome(position, self.draws)[0] or position.ply >= self.ply_limit:
                 self.opponent.state = state
                 raise ValueError(f"the opponent's first move from {position.root_fen} ended the game; "
                                  "start from a position where the learner can move")
         self.position, self.learner, self.steps = position, learner, 0
+        self._outcome = (None, (0, -1))  # a new game: nothing cached applies to it
         self.material = self.material_lead()
         return reply
 
@@ -174,7 +254,7 @@ class Duel:
 
     def episode_over(self) -> tuple[bool, bool]:
         """``(terminated, truncated)``: the rules ended the game, or a limit did."""
-        if self.position.outcome_code()[0]:
+        if self.outcome_code()[0]:
             return True, False
         limit = self.max_steps is not None and self.steps >= self.max_steps
         return False, limit or self.position.ply >= self.ply_limit
@@ -186,7 +266,7 @@ class Duel:
     def reward(self, terminated: bool) -> float:
         reward = 0.0
         if terminated:
-            winner = self.position.outcome_code()[1]
+            winner = self.outcome_code()[1]
             reward = 0.0 if winner < 0 else (1.0 if winner == self.learner else -1.0)
         if self.reward_mode == "material":
             material = self.material_lead()
@@ -195,8 +275,11 @@ class Duel:
         return reward
 
 
-def check_options(agent_color: str, reward: str, illegal_action: str, render_mode, render_modes) -> None:
+def check_options(agent_color: str, reward: str, illegal_action: str, render_mode, render_modes,
+                  draws: str = "automatic") -> None:
     """Validate the options the single and vector envs share."""
+    if draws not in DRAWS:
+        raise ValueError(f"draws must be 'automatic' or 'claim', not {draws!r}")
     if agent_color not in ("white", "black", "random"):
         raise ValueError(f"agent_color must be 'white', 'black' or 'random', not {agent_color!r}")
     if reward not in ("outcome", "material"):
@@ -230,7 +313,12 @@ class MiniChessEnv(gym.Env):
         only), or a FEN. ``reset(options={"fen": ...})`` overrides it once.
     :param history, last_move: the observation encoding (see
         :class:`~minichess_envs.encoding.ObservationEncoding`).
-    :param ply_limit: plies after which the episode is truncated (default: the variant's).
+    :param ply_limit: plies after which the episode is truncated (default: the variant's;
+        ``math.inf``: none).
+    :param draws: ``"automatic"`` (default: a position's n-th occurrence and the
+        no-progress limit end the game) or ``"claim"`` (they end it one move
+        earlier too, when the player to move could claim them: PettingZoo
+        ``chess_v6``'s rule; :func:`claimable_draw`).
     :param render_mode: ``"ansi"``, ``"rgb_array"`` or ``"human"`` (needs pygame).
     """
 
@@ -248,20 +336,22 @@ class MiniChessEnv(gym.Env):
         start: str = "default",
         history: int = 1,
         last_move: bool = True,
-        ply_limit: int | None = None,
+        ply_limit: float | None = None,
+        draws: str = "automatic",
         render_mode: str | None = None,
     ):
         self.variant = get_variant(variant)
-        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"])
+        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
         self.agent_color = agent_color
         self.illegal_action = illegal_action
-        self.ply_limit = self.variant.ply_limit if ply_limit is None else int(ply_limit)
+        self.draws = draws
+        self.ply_limit = resolve_ply_limit(self.variant, ply_limit)
         self.encoding = ObservationEncoding(self.variant, history, last_move)
         self.observation_space = observation_space(self.variant, self.encoding)
         self.action_space = spaces.Discrete(self.variant.num_actions)
         self.render_mode = render_mode
         self.opponent = Opponent(opponent, self.encoding)
-        self.duel = Duel(self.opponent, reward, material_scale, self.ply_limit)
+        self.duel = Duel(self.opponent, reward, material_scale, self.ply_limit, draws=draws)
         self.starts = StartPositions(self.variant, start)
         self.position = Position(self.variant)
         self.learner = WHITE
@@ -339,7 +429,7 @@ class MiniChessEnv(gym.Env):
 
     def to_pgn(self, headers: dict[str, str] | None = None) -> str:
         """The current episode as PGN (``FEN``, ``SetUp`` and ``Variant`` tags included)."""
-        return episode_pgn(self.position, self.learner, self.opponent.name, self.ply_limit, headers)
+        return episode_pgn(self.position, self.learner, self.opponent.name, self.ply_limit, headers, self.draws)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -349,7 +439,7 @@ class MiniChessEnv(gym.Env):
         return {"observation": obs, "action_mask": self._mask.copy()}
 
     def _info(self, extra: dict) -> dict:
-        reason, winner = self.position.outcome_code()
+        reason, winner = self.duel.outcome_code()
         info = {
             "action_mask": self._mask.copy(),
             "learner_color": COLOR_NAMES[self.learner],
@@ -362,12 +452,13 @@ class MiniChessEnv(gym.Env):
 
 
 def episode_pgn(position: Position, learner: int, opponent_name: str, ply_limit: int,
-                headers: dict[str, str] | None = None) -> str:
+                headers: dict[str, str] | None = None, draws: str = "automatic") -> str:
     """An episode as PGN, the players named ``learner`` and the opponent's name."""
     names = {learner: "learner", learner ^ 1: opponent_name}
     tags = {"White": names[WHITE], "Black": names[BLACK]}
     if position.outcome() is None and position.ply >= ply_limit:
         tags["Termination"] = "truncated at the ply limit"
+    tags.update(claim_tags(position, draws))  # a claim ends the game before the ply limit would
     tags.update(headers or {})
     return game_pgn(position, tags)
 

@@ -12,10 +12,16 @@ own generator, outcomes) and observations and masks are written by another, so
 a game here plays exactly as ``MiniChessEnv`` with the same seed. Other
 opponents go through :class:`~minichess_envs.env.Duel` per game, with one
 ``act_batch`` call for all replies when the opponent has it. All three autoreset
-modes of Gymnasium 1.x are supported (``autoreset_mode=``); infos carry
-``outcome``, ``winner``, ``learner_color`` and ``ply`` (with ``_outcome`` etc.
-masks) for the games that ended, with the single env's values (``None`` for no
-outcome, as at the ply limit, and for no winner).
+modes of Gymnasium 1.x are supported (``autoreset_mode=``, also given as
+``gym.make_vec(..., vector_kwargs={"autoreset_mode": ...})``, the form sync and
+async take).
+
+Infos are what Gymnasium's ``SyncVectorEnv`` of ``MiniChessEnv`` returns, key for
+key: each game's single-env info (``action_mask``, ``learner_color``, ``ply``,
+``outcome``, ``winner``, ``move``, ``opponent_move``, ``illegal_action``; in
+``"SameStep"`` mode ``final_obs`` and ``final_info``) batched into arrays with
+``_key`` masks. They are built on first use (:class:`LazyInfos`), so a loop that
+never reads them does not pay for a string per game and step.
 
 Actions follow the single env's convention: an illegal move loses the game
 (``illegal_action="lose"``, the default) or raises before any game moves
@@ -29,6 +35,7 @@ ignored (the game is reset), so a sampler that draws from the masks never fails.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -40,7 +47,14 @@ from gymnasium.vector.utils import batch_space
 
 from minichess_envs import _core
 from minichess_envs.encoding import NO_OP_ACTION, ObservationEncoding
-from minichess_envs.engine import COLOR_NAMES, ActionSpaceError, IllegalMoveError, Position, Termination
+from minichess_envs.engine import (
+    COLOR_NAMES,
+    ActionSpaceError,
+    IllegalMoveError,
+    Position,
+    Termination,
+    _decode,
+)
 from minichess_envs.env import (
     MATERIAL_SCALE,
     Duel,
@@ -50,10 +64,50 @@ from minichess_envs.env import (
     draw_color,
     episode_pgn,
     observation_space,
+    resolve_ply_limit,
 )
 from minichess_envs.players import choose_actions
 from minichess_envs.render import render_ansi, render_rgb
 from minichess_envs.variants import Variant, get_variant
+
+
+class LazyInfos(dict):
+    """A ``dict`` of vector infos that fills itself on first use (any read, write or copy).
+
+    ``infos._fill = (function, *args)``: ``function(*args, infos)`` adds the
+    entries. Until then the dict holds nothing, so only the methods below may
+    touch it (``dict(infos)``, ``{**infos}``, pickling and ``json`` go through
+    them too). No ``__init__`` and no ``functools.partial``: every step makes
+    one, and a one-game step is short enough for their cost to show.
+    """
+
+    __slots__ = ("_fill",)
+
+    def _filled(self) -> LazyInfos:
+        fill = getattr(self, "_fill", None)
+        if fill is not None:
+            self._fill = None
+            fill[0](*fill[1:], self)
+        return self
+
+    def __reduce_ex__(self, protocol):  # pickle and copy: a plain dict of the filled entries
+        return dict, (dict(self._filled()),)
+
+
+def _filling(name: str):
+    method = getattr(dict, name)
+
+    @functools.wraps(method)
+    def filled_first(self, *args, **kwargs):
+        return method(self._filled(), *args, **kwargs)
+
+    return filled_first
+
+
+for _name in ("__getitem__", "__setitem__", "__delitem__", "__contains__", "__iter__", "__reversed__", "__len__",
+              "__eq__", "__ne__", "__repr__", "__or__", "__ror__", "__ior__", "__sizeof__", "keys", "values", "items",
+              "get", "pop", "popitem", "setdefault", "update", "clear", "copy"):
+    setattr(LazyInfos, _name, _filling(_name))
 
 
 class MiniChessVectorEnv(gym.vector.VectorEnv):
@@ -62,7 +116,8 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
     Options as :class:`~minichess_envs.env.MiniChessEnv`, plus ``num_envs`` and
     ``autoreset_mode`` (``"NextStep"`` default, ``"SameStep"`` or ``"Disabled"``).
     ``opponent`` may be one agent for all games; if it has ``act_batch``, the
-    replies of all games are chosen in one call.
+    replies of all games are chosen in one call. ``draws="claim"`` steps the
+    games one by one in Python (the C step knows only the automatic draws).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -81,21 +136,23 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         start: str = "default",
         history: int = 1,
         last_move: bool = True,
-        ply_limit: int | None = None,
+        ply_limit: float | None = None,
+        draws: str = "automatic",
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
     ):
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, not {num_envs!r}")
         self.variant = get_variant(variant)
-        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"])
+        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = dict(self.metadata, autoreset_mode=self.autoreset_mode)
         self.num_envs = int(num_envs)
         self.agent_color = agent_color
         self.illegal_action = illegal_action
         self.render_mode = render_mode
-        self.ply_limit = self.variant.ply_limit if ply_limit is None else int(ply_limit)
+        self.ply_limit = resolve_ply_limit(self.variant, ply_limit)
+        self.draws = draws
         self.encoding = ObservationEncoding(self.variant, history, last_move)
         self.single_observation_space = observation_space(self.variant, self.encoding)
         self.single_action_space = spaces.Discrete(self.variant.num_actions)
@@ -105,10 +162,10 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         self.opponent_player = opponent
         self.duels = [
             Duel(Opponent(opponent, self.encoding, reset_player=False), reward, material_scale, self.ply_limit,
-                 max_episode_steps)
+                 max_episode_steps, draws)
             for _ in range(self.num_envs)
         ]
-        self._fast = opponent is None  # the C path plays the env's own random opponent
+        self._fast = opponent is None and draws == "automatic"  # the C path: the env's random opponent
         self.reward_mode, self.material_scale = reward, material_scale
         self.max_episode_steps = max_episode_steps
         self._learners = np.zeros(self.num_envs, np.int8)
@@ -123,7 +180,8 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         n, A = self.num_envs, self.variant.num_actions
         self._obs = np.zeros((n, *self.encoding.shape), np.float32)
         self._masks = np.zeros((n, A), np.int8)
-        self._needs_reset = np.ones(n, bool)
+        self._needs_reset = np.ones(n, bool)  # replaced, never changed in place: step's infos keep it
+        self._uci_of_code: dict[int, str] = {}
         self._reset_called = False
 
     # -- Gymnasium API ---------------------------------------------------------------------
@@ -161,11 +219,16 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             for i in np.flatnonzero(mask):
                 if seeds[i] is not None:
                     self._rngs[i] = np.random.default_rng(seeds[i])
-        for i in np.flatnonzero(mask):
-            self._reset_game(i, fen)
-        self._needs_reset[mask] = False
+        self._learners = self._learners.copy()  # the last step's infos keep the old one
+        replies = {int(i): self._reset_game(i, fen) for i in np.flatnonzero(mask)}
+        self._needs_reset = self._needs_reset & ~mask
         self._reset_called = True
-        return self._observations(), {}
+        obs = self._observations()
+        ply = [p.ply for p in self._positions]
+        infos = {}
+        for i, reply in replies.items():  # as SyncVectorEnv: the reset games' infos only
+            infos = self._add_info(infos, self._reset_info(i, obs["action_mask"], self._learners, ply, reply), i)
+        return obs, infos
 
     def step(self, actions):
         if not self._reset_called:
@@ -198,27 +261,32 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             rewards, terminated, truncated = self._play_random_replies(actions, playing)
         else:
             rewards, terminated, truncated = self._play_duels(actions, playing)
-        infos: dict[str, Any] = {}
         if illegal.any():  # illegal_action="lose"
             rewards[illegal], terminated[illegal] = -1.0, True
-            for i in np.flatnonzero(illegal):
-                infos = self._add_info(infos, {"illegal_action": True}, i)
+        # Infos are built on first use (LazyInfos), maybe after later steps, from what is kept here. A game's
+        # moves stay in its position's history: a reset gives the game a new Position and leaves the old one.
+        replies = {}
         if to_reset.any():
-            for i in np.flatnonzero(to_reset):
-                self._reset_game(i)
+            self._learners = self._learners.copy()  # resets change it, and the last step's infos keep the old
+            replies = {int(i): self._reset_game(i) for i in np.flatnonzero(to_reset)}
         ended = terminated | truncated
-        if ended.any():
+        positions, finals, final_obs = list(self._positions), {}, {}
+        if ended.any():  # few games: what their end needs, before a reset replaces them
             for i in np.flatnonzero(ended):
-                infos = self._add_info(infos, self._end_info(i), i)
+                finals[int(i)] = self._end_info(i, illegal[i])
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
                 final = self._observations(ended)
-                for i in np.flatnonzero(ended):
-                    infos = self._add_info(infos, {"final_obs": {k: v[i] for k, v in final.items()},
-                                                   "final_info": self._end_info(i)}, i)
-                    self._reset_game(i)
+                self._learners = self._learners.copy()
+                for i in finals:
+                    final_obs[i] = {k: v[i] for k, v in final.items()}
+                    replies[i] = self._reset_game(i)
                 ended = np.zeros_like(ended)
         self._needs_reset = ended
-        return self._observations(ended), rewards, terminated, truncated, infos
+        obs = self._observations(ended)
+        infos = LazyInfos()
+        infos._fill = (self._fill_step_infos, obs["action_mask"].copy(), self._learners,
+                       [p.ply for p in self._positions], positions, replies, finals, final_obs)
+        return obs, rewards, terminated, truncated, infos
 
     def _play_random_replies(self, actions, playing):
         """All games in one C call; rewards from the outcomes, as :meth:`Duel.reward` computes them."""
@@ -305,7 +373,7 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             return lambda: self._masks[i].astype(bool)
         if name == "to_pgn":
             return lambda headers=None: episode_pgn(duel.position, duel.learner, duel.opponent.name,
-                                                    self.ply_limit, headers)
+                                                    self.ply_limit, headers, self.draws)
         if name == "render":
             draw = {"ansi": render_ansi, "rgb_array": render_rgb}.get(self.render_mode)
             return lambda: None if draw is None else draw(duel.position)
@@ -325,19 +393,23 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _reset_game(self, i: int, fen: str | None = None) -> None:
-        """A new game in slot ``i``, drawing from its generator in :class:`MiniChessEnv`'s order."""
+    def _reset_game(self, i: int, fen: str | None = None) -> str | None:
+        """A new game in slot ``i``, drawing from its generator in :class:`MiniChessEnv`'s order; returns
+        the opponent's first move (UCI) if it moved first."""
         rng, duel = self._rngs[i], self.duels[i]
         learner = draw_color(self.agent_color, rng)
-        duel.start(self.starts.position(rng, learner, fen), learner, rng)
+        reply = duel.start(self.starts.position(rng, learner, fen), learner, rng)
         self._learners[i] = learner
         self._positions[i] = duel.position
         self._rng_state[i] = duel.opponent.state
         self._steps[i] = 0
         self._lead[i] = duel.material
+        return reply
 
     def _replies(self, games: list[int]) -> list[int]:
         """The opponent's actions in these games: one ``act_batch`` call if it has one."""
+        if self.opponent_player is None:  # the random player, off the C path (draws="claim")
+            return [self.duels[i].opponent.choose(self.duels[i].position) for i in games]
         positions = [self.duels[i].position for i in games]
         return choose_actions(self.opponent_player, positions, self.encoding, name=self.duels[0].opponent.label)
 
@@ -350,11 +422,80 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
             self._masks[games[~self._masks[games].any(axis=1)], NO_OP_ACTION] = 1
         return {"observation": self._obs.copy(), "action_mask": self._masks.copy()}
 
-    def _end_info(self, i: int) -> dict[str, Any]:
-        reason, winner = self.duels[i].position.outcome_code()
-        return {
-            "outcome": Termination(reason).name.lower() if reason else None,
-            "winner": COLOR_NAMES[winner] if reason and winner >= 0 else None,
-            "learner_color": COLOR_NAMES[self.duels[i].learner],
-            "ply": self.duels[i].position.ply,
-        }
+    # Infos: each game's is MiniChessEnv's (``_info``). Reset and final infos go through Gymnasium's own
+    # ``_add_info``, as in SyncVectorEnv; a step's are built key by key in the layout it gives.
+
+    def _end_info(self, i: int, illegal: bool) -> tuple[dict[str, Any], bool | None]:
+        """Game ``i`` ended in this step: its info without ``action_mask`` and moves, and whether the
+        opponent replied (``None`` after an illegal action, which plays no move)."""
+        duel = self.duels[i]
+        reason, winner = duel.outcome_code()
+        info = {"learner_color": COLOR_NAMES[duel.learner], "ply": duel.position.ply,
+                "outcome": Termination(reason).name.lower() if reason else None,
+                "winner": COLOR_NAMES[winner] if reason and winner >= 0 else None}
+        if illegal:
+            info["illegal_action"] = True
+        return info, None if illegal else duel.position.turn == duel.learner
+
+    def _moves(self, position: Position, ply: int, replied: bool) -> dict[str, str]:
+        """``move`` and, if the opponent replied, ``opponent_move`` of a step that ended at ``ply``."""
+        moves = {"move": self._uci(position, ply - replied)}
+        if replied:
+            moves["opponent_move"] = self._uci(position, ply)
+        return moves
+
+    def _uci(self, position: Position, ply: int) -> str:
+        """The UCI of the move that led to ``ply`` (cached by move code: a variant has few)."""
+        code = position.board_state(ply).last_move
+        uci = self._uci_of_code.get(code)
+        if uci is None:
+            uci = self._uci_of_code[code] = _decode(code, position._names).uci()
+        return uci
+
+    @staticmethod
+    def _reset_info(i: int, masks: np.ndarray, learners: np.ndarray, ply: list[int], reply: str | None) -> dict:
+        info = {"action_mask": masks[i], "learner_color": COLOR_NAMES[learners[i]], "ply": ply[i],
+                "outcome": None, "winner": None}
+        if reply is not None:
+            info["opponent_move"] = reply
+        return info
+
+    def _fill_step_infos(self, masks, learners, ply, positions, replies, finals, final_obs, infos: dict) -> None:
+        """The infos of a step: what SyncVectorEnv's ``_add_info`` makes of each game's MiniChessEnv info,
+        built key by key rather than game by game (``tests/test_vector_modes.py`` holds them equal)."""
+        n = self.num_envs
+        outcome, winner = np.full(n, None, object), np.full(n, None, object)
+        extra = {"move": {}, "opponent_move": {}, "illegal_action": {}}  # key -> {game: value}, the keys some have
+        for i, (info, replied) in finals.items():
+            if i in final_obs:  # SameStep: nested under final_info; the game's own keys are its new game's
+                final_info = {"action_mask": final_obs[i]["action_mask"], **info}
+                if replied is not None:
+                    final_info.update(self._moves(positions[i], info["ply"], replied))
+                self._add_info(infos, {"final_obs": final_obs[i], "final_info": final_info}, i)
+                continue
+            outcome[i], winner[i] = info["outcome"], info["winner"]
+            if replied is None:
+                extra["illegal_action"][i] = True
+            else:
+                for key, value in self._moves(positions[i], info["ply"], replied).items():
+                    extra[key][i] = value
+        for i, reply in replies.items():
+            if reply is not None:
+                extra["opponent_move"][i] = reply
+        moves, opponent_moves = extra["move"], extra["opponent_move"]
+        for i in range(n):
+            if i not in finals and i not in replies:  # stepped, and the opponent replied
+                moves[i], opponent_moves[i] = self._uci(positions[i], ply[i] - 1), self._uci(positions[i], ply[i])
+        # Every game's info has these, so every mask is all True (SyncVectorEnv: int -> int64, str/None -> object)
+        infos.update({"action_mask": masks, "learner_color": np.array(COLOR_NAMES, object)[learners],
+                      "ply": np.array(ply, dtype=int), "outcome": outcome, "winner": winner})
+        for key in ("action_mask", "learner_color", "ply", "outcome", "winner"):
+            infos[f"_{key}"] = np.ones(n, bool)
+        for key, values in extra.items():
+            if values:
+                games = list(values)
+                array = np.zeros(n, bool) if key == "illegal_action" else np.full(n, None, object)
+                array[games] = list(values.values())
+                infos[key], infos[f"_{key}"] = array, np.zeros(n, bool)
+                infos[f"_{key}"][games] = True
+

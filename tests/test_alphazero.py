@@ -12,8 +12,10 @@ torch = pytest.importorskip("torch", reason="AlphaZero needs torch: pip install 
 import agents  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.search import SearchConfig, UniformEvaluator, search  # noqa: E402
+from agents.alphazero.selfplay import GameResult  # noqa: E402
+from agents.alphazero.train import Config, load_checkpoint, make_net, train, with_changes, write_agent  # noqa: E402
+from agents.games import new_game  # noqa: E402
 from agents.games.chess import chess_games  # noqa: E402
-from agents.alphazero.train import Config, load_checkpoint, make_net, train, write_agent  # noqa: E402
 from agents.devices import resolve_device  # noqa: E402
 from minichess_envs import Position, _core  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
@@ -108,12 +110,10 @@ def test_search_rejects_misuse():
 
 
 def tiny_config(run_dir, **changes) -> Config:
-    config = Config(variant="3x3", run_dir=str(run_dir), iterations=2, games_per_iteration=32,
-                    random_start_fraction=0.5, search=SearchConfig(simulations=16, leaves_per_tree=2),
-                    blocks=1, channels=16, batch_size=64, sample_reuse=8.0, buffer_size=5000, threads=1)
-    for k, v in changes.items():
-        setattr(config, k, v)
-    return config
+    config = with_changes(Config(), game="3x3", run_dir=str(run_dir), iterations=2, games_per_iteration=32,
+                          random_start_fraction=0.5, search=SearchConfig(simulations=16, leaves_per_tree=2),
+                          blocks=1, channels=16, batch_size=64, sample_reuse=8.0, buffer_size=5000, threads=1)
+    return with_changes(config, **changes)
 
 
 def test_tiny_training_run_learns_and_resumes_to_the_same_state(tmp_path):
@@ -203,37 +203,33 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
 
     # retries are bounded: with none allowed, a lost actor ends the run with a clear error
     pool_config = tiny_config(tmp_path / "pool", workers=1, ray_address="local")
-    pool = SelfPlayPool(train_module.ChessSelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
+    pool = SelfPlayPool(train_module.SelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
     try:
-        net, _ = make_net(pool_config)
+        net = make_net(pool_config)
         ray.kill(pool.workers[0])
         with pytest.raises(RuntimeError, match="1 self-play worker failures in one iteration"):
-            pool.play(numpy_weights(net), share_jobs([Position("3x3").fen()], 1, np.random.default_rng(0)))
+            pool.play(numpy_weights(net), share_jobs([new_game("3x3")], 1, np.random.default_rng(0)))
     finally:
         pool.stop()
 
 
-def test_self_play_records_replay_to_their_results():
+def test_self_play_results_replay_to_their_winners():
     from agents.alphazero.selfplay import play_games
-    from agents.arena import GameRecord
 
-    encoding = ObservationEncoding("3x3", 1, False)
-    starts = [Position("3x3"), Position("3x3", "k2/1Q1/2K b - - 0 1")]  # the second is already mate
-    _, records = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8), encoding,
-                            np.random.default_rng(0), temperature_plies=40, ply_limit=30)
-    assert all(isinstance(r, GameRecord) for r in records)
-    for start, record in zip(starts, records):
-        assert record.start_fen == start.fen() and record.variant == "3x3" and record.plies == len(record.moves)
-        game = Position("3x3", record.start_fen)
-        for uci in record.moves:
-            game.push_uci(uci)
-        outcome = game.outcome()
+    starts = [new_game("3x3", ply_limit=30), new_game("3x3", fen="k2/1Q1/2K b - - 0 1")]  # the second is mate
+    samples, results = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8), np.random.default_rng(0),
+                                  temperature_plies=40)
+    for start, result in zip(starts, results):
+        game = Position("3x3", start.position.fen())
+        for action in result.actions:
+            game.push_action(action)
+        outcome = game.outcome()  # the engine's own verdict on the replayed game
         if outcome is None:
-            assert (record.result, record.termination, record.plies) == ("1/2-1/2", "ply limit", 30)
+            assert len(result.actions) == 30 and result.winner is None
         else:
-            assert record.result == outcome.result()
-            assert record.termination == outcome.termination.name.lower().replace("_", " ")
-    assert (records[1].plies, records[1].termination, records[1].result) == (0, "checkmate", "1-0")
+            assert result.winner == outcome.winner
+    assert results[1] == GameResult((), 0)  # already mated: no move, White won
+    assert len(samples) == len(results[0].actions)  # a sample for every searched position
 
 
 def test_devices_resolve_and_refuse_clearly(monkeypatch):
@@ -307,10 +303,10 @@ def test_an_hour_budget_counts_the_progress_bar_in_seconds_of_training(tmp_path,
 def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_dense_format():
     from agents.alphazero.selfplay import ReplayBuffer, play_games
 
-    encoding = ObservationEncoding("gardner")
-    starts = [Position("gardner") for _ in range(4)]
-    samples, _ = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8, leaves_per_tree=2), encoding,
-                            np.random.default_rng(0), temperature_plies=30, ply_limit=40)
+    starts = [new_game("gardner", ply_limit=40) for _ in range(4)]
+    encoding = starts[0].encoding
+    samples, _ = play_games(starts, UniformEvaluator(), SearchConfig(simulations=8, leaves_per_tree=2),
+                            np.random.default_rng(0), temperature_plies=30)
     actions = encoding.variant.num_actions
     buffer = ReplayBuffer(len(samples) - 7, encoding.shape, actions)  # smaller than the games: the ring wraps
     buffer.add(samples)
@@ -332,16 +328,15 @@ def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_
 def test_every_move_is_a_sample_and_q_weight_mixes_the_root_value():
     from agents.alphazero.selfplay import play_games
 
-    encoding = ObservationEncoding("3x3")
     config = SearchConfig(simulations=16, leaves_per_tree=2)
-    starts = [Position("3x3") for _ in range(6)]
+    starts = [new_game("3x3", ply_limit=20) for _ in range(6)]
 
     def run(**options):
-        return play_games(starts, UniformEvaluator(), config, encoding, np.random.default_rng(0), 2, 20, **options)
+        return play_games(starts, UniformEvaluator(), config, np.random.default_rng(0), 2, **options)
 
     results, records = run()
-    assert len(results) == sum(r.plies for r in records) > 0
-    mixed, _ = run(value_q_weight=1.0)
+    assert len(results) == sum(len(r.actions) for r in records) > 0
+    mixed, _ = run(value_target_q=1.0)
     assert set(np.unique(results.values)) <= {-1.0, 0.0, 1.0}
     assert np.all(np.abs(mixed.values) <= 1.0) and not set(np.unique(mixed.values)) <= {-1.0, 0.0, 1.0}
 
@@ -351,22 +346,9 @@ def test_the_gardner_settings_take_any_change_and_keep_the_rest():
 
     default = gardner_config("run")
     wider = gardner_config("run", blocks=4, channels=64, policy_channels=32, learning_rate=1e-3)
-    assert (wider.blocks, wider.channels, wider.policy_channels, wider.learning_rate) == (4, 64, 32, 1e-3)
-    assert (default.blocks, default.channels, default.learning_rate) == (3, 48, 2e-3)
-    assert wider.search == default.search and wider.buffer_size == default.buffer_size
-
-
-def _replayed(record) -> list[Position]:
-    """Every position of a self-play record, its start first, by replaying its moves."""
-    game = Position(record.variant, record.start_fen)
-    positions = [game.copy()]
-    for uci in record.moves:
-        game.push_uci(uci)
-        positions.append(game.copy())
-    return positions
-
-
-def termination_of(outcome) -> str:
-    return outcome.termination.name.lower().replace("_", " ")
-
-
+    assert (wider.network.blocks, wider.network.channels, wider.network.policy_channels,
+            wider.learning.learning_rate) == (4, 64, 32, 1e-3)
+    assert (default.network.blocks, default.network.channels, default.learning.learning_rate) == (3, 48, 2e-3)
+    assert wider.search == default.search and wider.learning.buffer_size == default.learning.buffer_size
+    with pytest.raises(TypeError, match="'blokcs' is not a setting"):
+        gardner_config("run", blokcs=4)

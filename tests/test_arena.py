@@ -275,14 +275,14 @@ def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
 def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, capsys, monkeypatch):
     pytest.importorskip("torch", reason="the trained agent is an AlphaZero network: needs torch")
     from agents.alphazero.search import SearchConfig
-    from agents.alphazero.train import Config, train, write_agent
+    from agents.alphazero.train import Config, train, with_changes, write_agent
 
     from experiments import leaderboard
 
     runs = tmp_path / "runs"
-    config = Config(variant="3x3", run_dir=str(runs / "az"), iterations=1, games_per_iteration=8,
-                    search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=8, batch_size=32,
-                    buffer_size=1000, threads=1)
+    config = with_changes(Config(), game="3x3", run_dir=str(runs / "az"), iterations=1, games_per_iteration=8,
+                          search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=8, batch_size=32,
+                          buffer_size=1000, threads=1)
     write_agent(config.run_dir, train(config, verbose=False), simulations=4)
     # The default is one worker per core; with one core there would be no worker processes to test.
     cores = max(2, os.cpu_count() or 1)

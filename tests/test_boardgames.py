@@ -274,16 +274,17 @@ def test_matches_count_results_from_both_sides():
 
 
 def _tiny(run_dir, **changes):
-    from agents.alphazero.boardgames import GameConfig
+    from agents.alphazero.train import Config, with_changes
 
-    config = GameConfig(game="tictactoe", run_dir=str(run_dir), iterations=3, games_per_iteration=8,
-                        random_start_fraction=0.5, search=SearchConfig(simulations=8, leaves_per_tree=2),
-                        blocks=1, channels=8, policy_channels=2, batch_size=32, buffer_size=2000, threads=1)
-    return dataclasses.replace(config, **changes)
+    config = with_changes(Config(), game="tictactoe", run_dir=str(run_dir), iterations=3, games_per_iteration=8,
+                          random_start_fraction=0.5, random_start_plies=6,
+                          search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=8,
+                          policy_channels=2, batch_size=32, buffer_size=2000, threads=1)
+    return with_changes(config, **changes)
 
 
 def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
-    from agents.alphazero.boardgames import train
+    from agents.alphazero.train import train
 
     changes = {}
     straight = train(_tiny(tmp_path / "a", **changes), verbose=False)
@@ -304,7 +305,7 @@ def test_tiny_board_game_run_resumes_to_the_same_state(tmp_path):
 def test_self_play_in_worker_processes_resumes_to_the_same_state(tmp_path, overlap, assert_same_run):
     """Shares are played from seeds the loop draws, and games in flight at a checkpoint (overlap) are
     saved as their draws and weights: a stopped and resumed run is the run that went straight through."""
-    from agents.alphazero.boardgames import load_checkpoint, train
+    from agents.alphazero.train import load_checkpoint, train
 
     straight = train(_tiny(tmp_path / "a", workers=2, overlap=overlap), verbose=False)
     assert [m["worker_restarts"] for m in straight["metrics"]] == [0, 0, 0]
@@ -322,7 +323,7 @@ def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, 
     import os
     import signal
 
-    from agents.alphazero import boardgames
+    from agents.alphazero import train as train_module
 
 
     def kill_a_worker(net, iteration):
@@ -331,10 +332,10 @@ def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, 
             started_pools[0].workers[0].join()
         return {}
 
-    killed = boardgames.train(_tiny(tmp_path / "killed", iterations=2, workers=2, overlap=overlap),
+    killed = train_module.train(_tiny(tmp_path / "killed", iterations=2, workers=2, overlap=overlap),
                               evaluate=kill_a_worker, verbose=False)
     assert [m["worker_restarts"] for m in killed["metrics"]] == [0, 1]
-    straight = boardgames.train(_tiny(tmp_path / "straight", iterations=2, workers=2, overlap=overlap),
+    straight = train_module.train(_tiny(tmp_path / "straight", iterations=2, workers=2, overlap=overlap),
                                 verbose=False)
     # a replayed share is played from its own seed: the run is the same as one that lost nothing
     assert_same_run(straight, killed)
@@ -344,15 +345,14 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
     import os
     import signal
 
-    from agents.alphazero.boardgames import BoardGameSelfPlayer, GameConfig, make_net
-    from agents.games import TicTacToe
-    from agents.alphazero.train import Config
+    from agents.alphazero.train import ScaleConfig, SelfPlayer, make_net
     from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
+    from agents.games import TicTacToe
 
     config = _tiny(tmp_path)
-    weights = numpy_weights(make_net(config.game, config.blocks, config.channels, config.policy_channels))
+    weights = numpy_weights(make_net(config))
     jobs = share_jobs([TicTacToe(), TicTacToe()], 1, np.random.default_rng(0))
-    pool = SelfPlayPool(BoardGameSelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
+    pool = SelfPlayPool(SelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
     try:
         samples, results = pool.play(weights, jobs)[0]
         assert len(results) == 2 and len(samples) == sum(len(r.actions) for r in results)
@@ -368,21 +368,22 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
             pool.play(weights, jobs)
     finally:
         pool.stop()
-    for make in (lambda: GameConfig(workers=-1), lambda: Config(workers=1.5), lambda: GameConfig(ray_address=""),
-                 lambda: GameConfig(overlap=True), lambda: Config(workers=0, overlap=True)):
+    for make in (lambda: ScaleConfig(workers=-1), lambda: ScaleConfig(workers=1.5),
+                 lambda: ScaleConfig(ray_address=""), lambda: ScaleConfig(workers=0, overlap=True)):
         with pytest.raises(ValueError, match="workers|ray_address"):
             make()
 
 
 def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
     import agents
-    from agents.alphazero.boardgames import BoardGameAlphaZeroAgent, train, write_agent
+    from agents.alphazero.agent import AlphaZeroAgent
+    from agents.alphazero.train import train, write_agent
 
     state = train(_tiny(tmp_path, game="connect_four", iterations=1, games_per_iteration=2), verbose=False)
     path = write_agent(str(tmp_path), state, simulations=8)
     agent = agents.load(path)
-    assert isinstance(agent, BoardGameAlphaZeroAgent) and agent.simulations == 8
-    raw = BoardGameAlphaZeroAgent.load(path, simulations=0)
+    assert isinstance(agent, AlphaZeroAgent) and agent.simulations == 8
+    raw = AlphaZeroAgent.load(path, simulations=0)
     env = pettingzoo_env("connect_four")
     for _ in range(10):
         obs = env.observe(env.agent_selection)
@@ -392,7 +393,7 @@ def test_saved_board_game_agent_plays_in_the_pettingzoo_env(tmp_path):
         if any(env.terminations.values()):
             break
     with pytest.raises(ValueError, match="does not fit tictactoe"):
-        BoardGameAlphaZeroAgent(agent.net, "tictactoe")
+        AlphaZeroAgent(agent.net, "tictactoe")
 
 
 # -- PPO on the board games -----------------------------------------------------------
@@ -438,8 +439,8 @@ def test_maskable_ppo_learns_tictactoe(opponent):
 
 
 def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value():
-    from agents.alphazero.boardgames import symmetric_samples, symmetry_maps
-    from agents.alphazero.selfplay import Samples
+    from agents.alphazero.selfplay import Samples, symmetric_samples
+    from agents.games import ConnectFour
     from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()
@@ -448,8 +449,8 @@ def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value
     policies = rng.random((40, 9)).astype(np.float32)
     samples = Samples(np.stack([g.observation() for g in games]).astype(np.float16),
                       np.stack([g.legal_mask() for g in games]), policies, np.arange(40, dtype=np.float32))
-    images = symmetric_samples("tictactoe", samples)
-    assert len(symmetry_maps("tictactoe")) == 8 and len(images) == 8 * 40
+    images = symmetric_samples(samples, TicTacToe.symmetries())
+    assert len(TicTacToe.symmetries()) == 8 and len(images) == 8 * 40
     seen = set()
     for j in range(len(images)):
         g = games[j % 40]
@@ -458,7 +459,7 @@ def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value
         assert sorted(image.board) == sorted(g.board) and image.to_play() == g.to_play()
         assert np.array_equal(image.legal_mask(), images.masks[j])
         assert table.values[tuple(image.board)] == table.values[tuple(g.board)]
-        perm = symmetry_maps("tictactoe")[j // 40][2]
+        perm = TicTacToe.symmetries()[j // 40][2]
         assert all(image.board[i] == g.board[perm[i]] for i in range(9))
         assert np.array_equal(images.policies[j], policies[j % 40][perm]) and images.values[j] == j % 40
         # the image's moves keep their values: the move at cell i is the original's move at perm[i]
@@ -466,12 +467,12 @@ def test_symmetric_images_of_tictactoe_positions_are_positions_of_the_same_value
         assert table.move_values(image) == {i: values[int(perm[i])] for i in image.legal_actions()}
         seen.add((j % 40, tuple(image.board)))
     assert len(seen) > 40 * 2  # most positions have several distinct images
-    mirror = symmetry_maps("connect_four")
+    mirror = ConnectFour.symmetries()
     assert [list(p) for _, _, p in mirror] == [list(range(7)), list(range(6, -1, -1))]
 
 
 def test_value_target_mixes_the_result_with_the_search_value():
-    from agents.alphazero.boardgames import play_games
+    from agents.alphazero.selfplay import play_games
 
     # X to move can win at once (cell 2): the search value of the first position is near +1,
     # while a result-only target is exactly the game's result
@@ -511,7 +512,6 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
     from agents.devices import cpu_has_native_bf16
 
     samples = _random_connect_four_samples(256)
-    config = _tiny("unused", batch_size=128)
     losses = {}
     for bf16 in (False, True):
         torch.manual_seed(0)
@@ -519,7 +519,7 @@ def test_mixed_precision_training_keeps_float32_weights_and_close_losses():
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
         buffer = ReplayBuffer(len(samples), samples.observations.shape[1:], 7)
         buffer.add(samples)
-        losses[bf16] = train_steps(net, optimizer, buffer, 1, config, np.random.default_rng(1),
+        losses[bf16] = train_steps(net, optimizer, buffer, 1, 128, np.random.default_rng(1),
                                    None, mixed_precision=bf16)
         assert all(p.dtype == torch.float32 for p in net.parameters())
     for name in ("policy_loss", "value_loss"):

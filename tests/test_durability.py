@@ -34,13 +34,12 @@ needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="
 
 def tiny_config(run_dir: str, iterations: int):
     """A 3x3 AlphaZero run of a few seconds an iteration, one torch thread (so two runs are bitwise equal)."""
-    from agents.alphazero.train import Config
+    from agents.alphazero.train import Config, with_changes
 
-    config = Config(variant="3x3", run_dir=run_dir, iterations=iterations, games_per_iteration=32,
-                    random_start_fraction=0.5, blocks=1, channels=16, batch_size=64, sample_reuse=8.0,
-                    buffer_size=5000, threads=1)
-    config.search = dataclasses.replace(config.search, simulations=16, leaves_per_tree=2)
-    return config
+    config = with_changes(Config(), game="3x3", run_dir=run_dir, iterations=iterations, games_per_iteration=32,
+                          random_start_fraction=0.5, blocks=1, channels=16, batch_size=64, sample_reuse=8.0,
+                          buffer_size=5000, threads=1)
+    return with_changes(config, search=dataclasses.replace(config.search, simulations=16, leaves_per_tree=2))
 
 
 TRAIN = """

@@ -172,7 +172,7 @@ def test_ply_limit_truncates_and_is_not_a_draw():
     assert truncated and not terminated and reward == 0 and info["outcome"] is None and info["ply"] == 6
     with pytest.raises(ResetNeeded):
         env.step(0)
-    assert '[Termination "truncated at the ply limit"]' in env.to_pgn()
+    assert '[Termination "unterminated"]' in env.to_pgn()
 
 
 def test_material_shaping_telescopes_to_the_material_change():

@@ -92,10 +92,10 @@ def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
     except EngineNotFoundError as exc:
         pytest.skip(str(exc))
     import agents
-    from agents.alphazero.train import Config, make_net
+    from agents.alphazero.train import Config, make_net, with_changes
     from agents.alphazero.agent import AlphaZeroAgent
 
-    net, _ = make_net(Config(variant="gardner", blocks=1, channels=8, policy_channels=2))
+    net = make_net(with_changes(Config(), game="gardner", blocks=1, channels=8, policy_channels=2))
     AlphaZeroAgent(net, "gardner", simulations=0).save(str(tmp_path / "runs" / "tiny"))
     assert agents.load(str(tmp_path / "runs" / "tiny")).simulations == 0
     out = tmp_path / "board"

@@ -101,7 +101,7 @@ def test_value_types_round_trip():
         from agents.alphazero.train import Config
         from agents.ppo import PPONetConfig, PPOSettings
 
-        values += [NetConfig(3, 3, 12, 297, blocks=1), Config(variant="3x3", iterations=2),
+        values += [NetConfig(3, 3, 12, 297, blocks=1), Config(game="3x3", iterations=2),
                    PPONetConfig(5, 5, 18, 1225), PPOSettings(gamma=0.9)]
     for value in values:
         for clone in copies(value):

@@ -173,21 +173,21 @@ def test_the_ppo_network_trains_too_and_starts_a_ppo_run(tmp_path):
 
 def test_alphazero_self_play_starts_from_a_supervised_network(tmp_path):
     from agents.alphazero.search import SearchConfig
-    from agents.alphazero.train import Config, initial_weights, make_net, train
+    from agents.alphazero.train import Config, initial_weights, make_net, train, with_changes
 
     data = teacher_games(tmp_path, count=20)
     train_supervised(str(tmp_path / "sup"), SupervisedSettings(data=data, epochs=1, blocks=1, channels=16,
                                                                threads=1), verbose=False)
     agent = str(tmp_path / "sup" / "agent")
-    config = Config(variant="3x3", run_dir=str(tmp_path / "az"), iterations=1, games_per_iteration=8,
-                    search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=16,
-                    batch_size=32, buffer_size=2000, threads=1, init_from=agent)
+    config = with_changes(Config(), game="3x3", run_dir=str(tmp_path / "az"), iterations=1, games_per_iteration=8,
+                          search=SearchConfig(simulations=8, leaves_per_tree=2), blocks=1, channels=16,
+                          batch_size=32, buffer_size=2000, threads=1, init_from=agent)
     supervised = torch.load(os.path.join(agent, "weights.pt"), weights_only=True)["model"]
-    start = initial_weights(config, make_net(config)[0])
+    start = initial_weights(config, make_net(config))
     assert all(torch.equal(start[k], v) for k, v in supervised.items())
     state = train(config, verbose=False)
     assert state["iteration"] == 1
-    config.channels, config.run_dir = 8, str(tmp_path / "other")
+    config = with_changes(config, channels=8, run_dir=str(tmp_path / "other"))
     with pytest.raises(ValueError, match="init_from .* is a network for"):
         train(config, verbose=False)
 

@@ -73,7 +73,7 @@ class TablebaseEvaluation:
         return {"value_preserving": float(self.preserving[which, actions].mean()),
                 "dtm_optimal": float(self.fastest[which, actions].mean())}
 
-    def __call__(self, net, encoding=None, iteration=None, full_search: bool = False) -> dict:
+    def __call__(self, net, iteration=None, full_search: bool = False) -> dict:
         everything = np.arange(len(self.rows))
         actions, values = self.policy_and_values(net)
         policy = self.rates(actions, everything)

@@ -1,4 +1,4 @@
-"""Self-play: many games in lockstep, one batched search per move for all of them."""
+"""Self-play: many games in lockstep, one batched search per move for all of them; the replay buffer."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import dataclasses
 import numpy as np
 
 from agents.alphazero.search import SearchConfig, search
-from agents.games.chess import chess_games
-from agents.arena import GameRecord, termination_name
-from minichess_envs.encoding import ObservationEncoding
+from agents.games.base import Game
 
 
 @dataclasses.dataclass
@@ -40,85 +38,86 @@ class Samples:
 
 
 @dataclasses.dataclass
-class SelfPlayStats:
-    """Counts of one or more self-play calls: games and moves played."""
+class GameResult:
+    """A finished self-play game: its actions from its start position, and its winner (None: a draw)."""
 
-    games: int = 0
-    plies: int = 0
-
-    def add(self, other: SelfPlayStats) -> None:
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+    actions: tuple[int, ...]
+    winner: int | None
 
 
-def play_games(starts, evaluator, search_config: SearchConfig, encoding: ObservationEncoding,
-               rng: np.random.Generator, temperature_plies: int = 8, ply_limit: int | None = None,
-               value_q_weight: float = 0.0, stats: SelfPlayStats | None = None) -> tuple[Samples, list[GameRecord]]:
-    """Play one game from each start position (copies are played) and return its training samples.
+def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: np.random.Generator,
+               temperature_plies: int = 8, value_target_q: float = 0.0,
+               policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
+    """One self-play game from each start (copies are played), in lockstep; their samples and results.
 
     Every move: a noisy search of all unfinished games at once. PUCT: a move
-    sampled in proportion to the visit counts for the first ``temperature_plies``
-    plies of the game, and the most visited move afterwards (ties broken at
-    random); the target is the visit shares. Gumbel root: the search's chosen
-    move (its Gumbel noise explores; ``temperature_plies`` is not used), the
-    target the improved policy.
-    A game reaching ``ply_limit`` (default: the variant's) counts as a draw.
-    ``value_q_weight`` mixes the search's root value into the value target:
-    ``(1 - w) * result + w * root value``. ``stats``, if given, gets this call's counts added to it.
+    sampled in proportion to the visit counts while fewer than
+    ``temperature_plies`` moves have been played since the game began
+    (:attr:`Game.plies`), the most visited afterwards (ties broken at random).
+    Gumbel root: the search's chosen move (its Gumbel noise explores). A sample's
+    policy target is the search's (visit shares, or Gumbel's improved policy), or
+    in proportion to the visits raised to ``policy_target_power`` where that is
+    not 1 (sharper above 1; moves are still chosen from the plain counts). Its
+    value is the game's result for the player to move there, mixed with weight
+    ``value_target_q`` with the search's value of the position (the
+    visit-weighted mean of the root's Q): the result alone is a noisy target while
+    moves are still sampled, the search's value is less noisy but biased by the
+    network.
     """
-    variant = encoding.variant
-    limit = variant.ply_limit if ply_limit is None else ply_limit
     gumbel = search_config.root == "gumbel"
     games = [start.copy() for start in starts]
-    first_ply = [g.ply for g in games]
-    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, side to move, root value)
-    records: list[GameRecord | None] = [None] * len(games)
-    winners: list[int | None] = [None] * len(games)  # set when a game ends; None: a draw
-    active = [i for i, g in enumerate(games) if not g.is_game_over()]
-    for i, g in enumerate(games):
-        if i not in active:
-            records[i] = _record(g, g.ply, variant.name)
-            outcome = g.outcome()
-            winners[i] = None if outcome is None else outcome.winner
+    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value)
+    actions: list[list[int]] = [[] for _ in games]
+    active = [i for i, g in enumerate(games) if not g.is_over()]
     while active:
-        result = search(chess_games([games[i] for i in active], encoding, limit), evaluator, search_config, rng=rng)
-        visits = result.visits
+        result = search([games[i] for i in active], evaluator, search_config, rng=rng)
+        visits, q = result.visits, result.q
         still = []
         for row, i in enumerate(active):
             g = games[i]
-            root_value = float((visits[row] * result.q[row]).sum() / max(visits[row].sum(), 1.0))
-            trajectories[i].append((encoding.encode(g), g.action_mask(), result.policy[row], g.turn, root_value))
+            policy = visits[row] / visits[row].sum()
+            if policy_target_power == 1:
+                target = result.policy[row]
+            else:
+                target = visits[row] ** policy_target_power
+                target = target / target.sum()
+            trajectories[i].append((g.observation(), g.legal_mask(), target, g.to_play(), float(policy @ q[row])))
             if gumbel:
                 action = int(result.actions[row])
-            elif g.ply - first_ply[i] < temperature_plies:
-                action = int(rng.choice(len(visits[row]), p=visits[row] / visits[row].sum()))
+            elif g.plies < temperature_plies:
+                action = int(rng.choice(len(policy), p=policy))
             else:
                 best = np.flatnonzero(visits[row] == visits[row].max())
                 action = int(best[rng.integers(len(best))])
-            g.push_action(action)
-            outcome = g.outcome()
-            if outcome is None and g.ply < limit:
+            g.step(action)
+            actions[i].append(action)
+            if not g.is_over():
                 still.append(i)
-                continue
-            records[i] = _record(g, first_ply[i], variant.name)
-            winners[i] = None if outcome is None else outcome.winner
         active = still
-    if stats is not None:
-        stats.add(SelfPlayStats(games=len(games), plies=sum(r.plies for r in records)))
-    parts = []
+    parts, results = [], []
     for i, trajectory in enumerate(trajectories):
-        if not trajectory:
+        winner = games[i].winner()
+        results.append(GameResult(tuple(actions[i]), winner))
+        if not trajectory:  # the start was already over
             continue
-        winner = winners[i]
-        obs, masks, policies, sides, root_values = zip(*trajectory)
-        values = np.array([0.0 if winner is None else (1.0 if side == winner else -1.0) for side in sides], np.float32)
-        if value_q_weight > 0:
-            values = (1 - value_q_weight) * values + value_q_weight * np.array(root_values, np.float32)
+        obs, masks, policies, players, searched = zip(*trajectory)
+        outcome = np.array([0.0 if winner is None else (1.0 if p == winner else -1.0) for p in players], np.float32)
+        values = ((1 - value_target_q) * outcome + value_target_q * np.array(searched, np.float32)).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
     if not parts:
-        return Samples.empty(encoding.shape, variant.num_actions), records
-    return Samples.concatenate(parts), records
+        return Samples.empty(starts[0].observation_shape, starts[0].num_actions), results
+    return Samples.concatenate(parts), results
+
+
+def symmetric_samples(samples: Samples, symmetries) -> Samples:
+    """Every sample in each of the board's symmetric images (:meth:`Game.symmetries`), values unchanged."""
+    parts = []
+    for k, flip, perm in symmetries:
+        obs = samples.observations[:, :, ::-1, :] if flip else samples.observations
+        parts.append(Samples(np.ascontiguousarray(np.rot90(obs, k, axes=(1, 2))), samples.masks[:, perm],
+                             samples.policies[:, perm], samples.values))
+    return Samples.concatenate(parts)
 
 
 class ReplayBuffer:
@@ -190,11 +189,3 @@ class ReplayBuffer:
             self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
-
-
-def _record(game, first_ply: int, variant: str) -> GameRecord:
-    """The record of a self-play game from ply ``first_ply`` on (stopped at the ply limit: a draw)."""
-    moves = tuple(m.uci() for m in game.move_stack[first_ply:])
-    outcome = game.outcome()
-    result, termination = (outcome.result() if outcome else "1/2-1/2"), termination_name(outcome)
-    return GameRecord(variant, "self-play", "self-play", result, termination, len(moves), moves, game.fen(first_ply))

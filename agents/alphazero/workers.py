@@ -1,6 +1,6 @@
 """Self-play in worker processes: local processes, or Ray actors on a cluster.
 
-Both AlphaZero loops (chess and board games) split an iteration's games into one share per worker,
+The AlphaZero loop splits an iteration's games into one share per worker,
 each share with its own seed drawn by the loop (:func:`share_jobs`), and get the results back in share
 order. A run is therefore the same for a given number of workers, and a share played again after its
 worker was lost gives the same games. A worker is a persistent process (or Ray actor) that builds its
@@ -64,11 +64,12 @@ class SelfPlaySchedule:
     @classmethod
     def start(cls, make_player: Callable, config, draw_items: Callable[[np.random.Generator], Sequence],
               saved: dict | None = None) -> SelfPlaySchedule:
-        """A loop's schedule on a new pool of ``config.workers`` players (``make_player(asdict(config))``,
-        on ``config.ray_address``): ``draw_items(rng)`` draws an iteration's items, split by
+        """A loop's schedule on a new pool of ``config.scale.workers`` players
+        (``make_player(asdict(config))``, on ``config.scale.ray_address``): ``draw_items(rng)`` draws an iteration's items, split by
         :func:`share_jobs`; the games a checkpoint's tensors ``saved`` had in flight are submitted again."""
-        pool = SelfPlayPool(make_player, dataclasses.asdict(config), config.workers, config.ray_address)
-        schedule = cls(pool, lambda rng: share_jobs(draw_items(rng), config.workers, rng), config.overlap)
+        scale = config.scale
+        pool = SelfPlayPool(make_player, dataclasses.asdict(config), scale.workers, scale.ray_address)
+        schedule = cls(pool, lambda rng: share_jobs(draw_items(rng), scale.workers, rng), scale.overlap)
         if saved is not None:
             schedule.resume(saved)
         return schedule

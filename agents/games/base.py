@@ -53,6 +53,22 @@ class Game:
         """A 64-bit hash of everything :meth:`observation` shows (the network cache's key)."""
         raise NotImplementedError
 
+    @property
+    def plies(self) -> int:
+        """Moves played since the game began (the empty board, or the position it was set up from)."""
+        raise NotImplementedError
+
+    def random_start(self, rng: np.random.Generator, plies: int) -> Game:
+        """A start for self-play: this game after 1 to ``plies`` uniformly random moves, never a finished one."""
+        game = self
+        for _ in range(int(rng.integers(1, plies + 1))):
+            after = game.copy()
+            after.step(int(rng.choice(game.legal_actions())))
+            if after.is_over():
+                break
+            game = after
+        return game
+
     def legal_mask(self) -> np.ndarray:
         """int8 ``(num_actions,)``: 1 for every legal action."""
         mask = np.zeros(self.num_actions, np.int8)
@@ -142,6 +158,10 @@ class GridGame(Game):
 
     def to_play(self) -> int:
         return self.moves & 1
+
+    @property
+    def plies(self) -> int:
+        return self.moves
 
     def is_over(self) -> bool:
         return self.result is not None

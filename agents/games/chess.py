@@ -52,6 +52,19 @@ class ChessGame(Game):
     def to_play(self) -> int:
         return self.position.turn
 
+    @property
+    def plies(self) -> int:
+        return self.position.ply
+
+    def random_start(self, rng: np.random.Generator, plies: int) -> ChessGame:
+        """With ``plies`` 0, a uniformly random legal position of the variant (small boards, as the
+        tablebase enumerates them); else the random walk of :meth:`Game.random_start`."""
+        if plies > 0:
+            return super().random_start(rng, plies)
+        from minichess_envs.positions import random_position
+
+        return ChessGame(random_position(self.position.variant, rng), self.encoding, self.ply_limit)
+
     def legal_actions(self) -> list[int]:
         return self.position.legal_actions()
 

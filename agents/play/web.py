@@ -52,7 +52,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agents.arena import PLY_LIMIT
-from agents.base import Agent, read_manifest
+from agents.base import Agent, manifest_game, read_manifest
 from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
 from agents.uci import EngineNotFoundError, find_engine
 from minichess_envs.encoding import ObservationEncoding
@@ -435,10 +435,12 @@ class PlayServer:
         saved = []
         for name, path in self.saved().items():
             try:
-                variant = read_manifest(path)["settings"].get("variant")
+                game = manifest_game(path)
             except ValueError:
                 continue  # a broken directory is not offered
-            saved.append({"name": name, "variants": None if variant is None else [get_variant(variant).name]})
+            if game is not None and game not in VARIANTS:
+                continue  # a board game's agent: the app plays chess variants
+            saved.append({"name": name, "variants": None if game is None else [get_variant(game).name]})
         variants = [{"name": v.name, "width": v.width, "height": v.height, "start_fen": v.start_fen}
                     for v in VARIANTS.values()]
         return JSONResponse({"variants": variants, "agents": self.builtin() + saved, "human": HUMAN})

@@ -150,8 +150,11 @@ def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator
             r.masks[t] = torch.from_numpy(obs["action_mask"])
             r.actions[t], r.log_probs[t], r.values[t] = sample_actions(net, obs, generator)
             obs, rewards, terminated, truncated, infos = envs.step(r.actions[t].numpy())
+            # An ended game's info: under final_info in Gymnasium's same-step layout (our vector env), at the
+            # top level in SelfPlayVectorEnv's.
+            end = infos.get("final_info", infos)
             if draw_reward and terminated.any():
-                drawn = terminated & np.array([w is None for w in infos.get("winner", [None] * n)])
+                drawn = terminated & np.array([w is None for w in end.get("winner", [None] * n)])
                 rewards = rewards + draw_reward * drawn
             truncated = truncated & ~terminated
             if truncated.any():  # bootstrap from the value of the observation the limit stopped the game at
@@ -165,7 +168,7 @@ def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator
             returns += rewards
             lengths += 1
             for i in np.flatnonzero(terminated | truncated):
-                won = infos["winner"][i] is not None and infos["winner"][i] == infos["learner_color"][i]
+                won = end["winner"][i] is not None and end["winner"][i] == end["learner_color"][i]
                 r.episodes.append((returns[i], int(lengths[i]), won, infos.get("opponent", [None] * n)[i]))
                 returns[i], lengths[i] = 0.0, 0
         _, last_values = net(torch.from_numpy(obs["observation"]), torch.from_numpy(obs["action_mask"]))

@@ -65,7 +65,7 @@ class SB3VecEnv(VecEnv):
             out[i] = {"terminal_observation": infos["final_obs"][i],
                       "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                       "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
-                      "outcome": infos["outcome"][i], "winner": infos["winner"][i]}
+                      "outcome": infos["final_info"]["outcome"][i], "winner": infos["final_info"]["winner"][i]}
             self._returns[i], self._lengths[i] = 0.0, 0
         return obs, rewards.astype(np.float32), dones, out
 
