@@ -6,10 +6,7 @@ the engine's move and score, and every game its result. Optionally a share
 of the games pits the engine against a uniformly random mover, so the data
 also shows how the engine converts a won position against a weak defender
 (engine-only games rarely get there); the random side's moves are kept for
-replay but are not training examples. Such a game may also start with
-material odds (``odds``): some of the random side's pieces are taken off,
-so the data holds the crushing positions where a policy that has never
-seen them stalemates instead of mating. Games are written
+replay but are not training examples. Games are written
 in chunks as dataset shards (:mod:`minichess_envs.dataset`): a chunk is
 written whole or not at all, and its games depend only on the seed and the
 chunk's index, so an interrupted run resumes with nothing lost or
@@ -23,7 +20,6 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
-import re
 import time
 from typing import Iterator
 
@@ -45,9 +41,6 @@ class GenerationSettings:
         centipawns of equal (up to ``opening_tries`` draws per game).
     :param random_opponent: share of the games in which one side (chosen per
         game) plays uniformly random moves instead of the engine.
-    :param odds: in those games, each of the random side's pieces but the
-        king is taken off the opening with a probability drawn per game
-        uniformly from [0, ``odds``].
     """
 
     variant: str = "gardner"
@@ -62,7 +55,6 @@ class GenerationSettings:
     seed: int = 0
     ply_limit: int | None = None  # default: the variant's
     random_opponent: float = 0.0
-    odds: float = 0.0
 
     def __post_init__(self):
         get_variant(self.variant)
@@ -70,8 +62,8 @@ class GenerationSettings:
             raise ValueError("give exactly one search budget: nodes or depth")
         if self.games < 1 or self.games_per_chunk < 1 or self.opening_plies < 0:
             raise ValueError("games and games_per_chunk must be positive, opening_plies not negative")
-        if not (0.0 <= self.random_opponent <= 1.0 and 0.0 <= self.odds <= 1.0):
-            raise ValueError(f"random_opponent and odds are shares in [0, 1], not {self.random_opponent}, {self.odds}")
+        if not 0.0 <= self.random_opponent <= 1.0:
+            raise ValueError(f"random_opponent is a share in [0, 1], not {self.random_opponent}")
 
     @property
     def chunks(self) -> int:
@@ -104,27 +96,6 @@ def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.r
     return Position(variant, best.fen())
 
 
-def remove_pieces(position: Position, color: int, share: float, rng: np.random.Generator) -> Position:
-    """``position`` with each of ``color``'s pieces but the king removed with probability ``share``.
-
-    Castling and en-passant rights are dropped when anything is removed; a
-    result that is not a legal, unfinished position gives ``position`` back.
-    """
-    fields = position.fen().split()
-    board = re.sub(r"\d+", lambda m: "1" * int(m.group()), fields[0])
-    ours = str.isupper if color == 0 else str.islower
-    squares = [c if not (c.isalpha() and ours(c) and c not in "Kk" and rng.random() < share) else "1" for c in board]
-    if squares == list(board):
-        return position
-    fields[0] = re.sub(r"1+", lambda m: str(len(m.group())), "".join(squares))
-    fields[2:4] = ["-", "-"]
-    try:
-        reduced = Position(position.variant, " ".join(fields))
-    except ValueError:
-        return position
-    return reduced if reduced.outcome() is None and len(reduced.legal_actions()) else position
-
-
 def play_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
     """One game: ``(root_fen, actions, scores, result, targets)``.
 
@@ -136,8 +107,6 @@ def play_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
     position = balanced_opening(engine, settings.variant, settings.opening_plies, rng,
                                 settings.balance_cp, settings.opening_tries)
     random_side = int(rng.integers(2)) if rng.random() < settings.random_opponent else None
-    if random_side is not None and settings.odds:
-        position = remove_pieces(position, random_side, rng.random() * settings.odds, rng)
     root_fen = position.fen()
     limit = settings.ply_limit or position.variant.ply_limit
     actions, scores, targets = [], [], []

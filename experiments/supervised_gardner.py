@@ -59,8 +59,6 @@ def parse(argv):
     parser.add_argument("--games", type=int, default=12000, help="Fairy-Stockfish games")
     parser.add_argument("--random-opponent", type=float, default=2 / 3,
                         help="share of the games in which the engine plays a random mover")
-    parser.add_argument("--odds", type=float, default=1.0,
-                        help="in those games, up to this share of the random side's pieces is taken off")
     parser.add_argument("--nodes", type=int, default=100, help="Fairy-Stockfish's budget per move")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--blocks", type=int, default=4, help="residual blocks of the network (pretrained and self-play)")
@@ -113,7 +111,7 @@ def main(argv=None) -> int:
     stage("1. engine games", started)
     data_dir = os.path.join(args.out, "data")
     generation = GenerationSettings(VARIANT, games=args.games, nodes=args.nodes, seed=args.seed,
-                                    random_opponent=args.random_opponent, odds=args.odds)
+                                    random_opponent=args.random_opponent)
     generated = timed("generation", lambda: generate_games(data_dir, generation, workers=args.workers or None,
                                                            ray_address=args.ray_address))
 

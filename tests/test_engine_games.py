@@ -243,26 +243,11 @@ def test_positions_that_are_not_targets_are_replayed_but_never_batched(tmp_path)
         ShardWriter(str(tmp_path / "bad"), "gardner").add_game(*games[0], targets=[True])
 
 
-def test_removing_pieces_gives_material_odds_to_one_side_only():
-    from agents.engine_games import remove_pieces
-
-    rng = np.random.default_rng(3)
-    start = Position("gardner")
-    for color, ours in ((0, str.isupper), (1, str.islower)):
-        assert remove_pieces(start, color, 0.0, rng).fen() == start.fen()
-        bare = remove_pieces(start, color, 1.0, rng)
-        pieces = "".join(bare.piece_map().values())
-        assert sorted(p for p in pieces if ours(p)) == ["K" if color == 0 else "k"]
-        assert sorted(p for p in pieces if not ours(p)) == sorted(p for p in start.piece_map().values() if not ours(p))
-        assert bare.outcome() is None and len(bare.legal_actions())
-    some = remove_pieces(Position("chess"), 1, 0.5, rng)
-    black = [p for p in some.piece_map().values() if p.islower()]
-    assert "k" in black and 1 <= len(black) < 16 and some.fen().split()[2] == "-"  # no castling without its rook
+def test_generation_settings_refuse_a_share_outside_0_1():
     from agents.engine_games import GenerationSettings
 
-    for bad in ({"random_opponent": 1.5}, {"odds": -0.1}):
-        with pytest.raises(ValueError, match="shares in"):
-            GenerationSettings("gardner", **bad)
+    with pytest.raises(ValueError, match="share in"):
+        GenerationSettings("gardner", random_opponent=1.5)
 
 
 @needs_engine
@@ -270,7 +255,7 @@ def test_games_against_a_random_mover_learn_only_the_engines_moves(tmp_path):
     from agents.engine_games import GenerationSettings, generate_games
 
     settings = GenerationSettings("gardner", games=4, nodes=10, opening_plies=2, ply_limit=30, random_opponent=1.0,
-                                  odds=1.0, seed=4)
+                                  seed=4)
     summary = generate_games(str(tmp_path), settings, workers=1, progress=False)
     data = GameDataset(str(tmp_path), validation=0.0)
     shard = read_shard(str(tmp_path), list_shards(str(tmp_path))[0], data.variant)

@@ -200,7 +200,7 @@ ENGINES = all(shutil.which(e) or shutil.which(e, path="/usr/games") for e in ("f
 @pytest.mark.parametrize("script,args", [
     ("supervised_gardner", ["--games", "12", "--epochs", "1", "--selfplay-iterations", "1", "--selfplay-games", "4",
                             "--match-games", "2", "--tournament-games", "2", "--random-games", "10",
-                            "--simulations", "4", "--random-opponent", "0.5", "--odds", "1", "--ladder-openings", "1",
+                            "--simulations", "4", "--random-opponent", "0.5", "--ladder-openings", "1",
                             "--dagger-rounds", "1", "--dagger-games", "3"]),
     ("supervised_chess", ["--games", "4", "--epochs", "1", "--blocks", "1", "--channels", "8",
                           "--tournament-games", "2", "--engine-nodes", "1", "--dagger-games", "3",
