@@ -88,7 +88,6 @@ AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
     "agents.ppo.agent:EpsilonRandomAgent",
     "agents.ppo.agent:ByColorAgent",
     "agents.alphazero.agent:AlphaZeroAgent",
-    "agents.boardgame_ppo:BoardGamePPOAgent",
 ])
 
 
@@ -106,7 +105,8 @@ def register_agent(cls: type) -> type:
 
 
 #: Agent types saved under another name before: what they load as.
-RENAMED_TYPES = {"agents.alphazero.boardgames:BoardGameAlphaZeroAgent": "agents.alphazero.agent:AlphaZeroAgent"}
+RENAMED_TYPES = {"agents.alphazero.boardgames:BoardGameAlphaZeroAgent": "agents.alphazero.agent:AlphaZeroAgent",
+                 "agents.boardgame_ppo:BoardGamePPOAgent": "agents.ppo.agent:PPOAgent"}
 
 
 def agent_class(name: str) -> type:

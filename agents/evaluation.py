@@ -1,17 +1,21 @@
-"""Fast evaluation against the random player: many games at once, as the environments play them.
+"""Evaluations beside the arena's matches: against the envs' random player, and moves against exact values.
 
-The arena (:mod:`agents.arena`) plays any two agents game by game; against the
-environments' random opponent, :func:`versus_random` plays a whole batch of
-games in lockstep, so an agent with ``act_batch`` (a network) is called once
-per ply for all of them.
+- :func:`versus_random`: a chess agent against the environments' random
+  opponent, a whole batch of games in lockstep, so an agent with ``act_batch``
+  (a network) is called once per ply for all of them.
+- :func:`score_moves`: the share of positions where a player's move keeps the
+  game's exact value (a win stays a win, a draw a draw), with the blunders
+  counted; the values come from a judge (a solver, a tablebase).
 
 >>> result = versus_random(agent, "gardner", games=1000, color="white", seed=0)   # doctest: +SKIP
 >>> result.win_rate, result.win_interval                                           # doctest: +SKIP
+>>> score_moves(games, choose_actions(agent, games, batch=256), move_values)       # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 import numpy as np
 
@@ -123,3 +127,37 @@ def versus_random(agent, variant: str = "gardner", games: int = 1000, color: str
                     draws += 1
             live = still
     return RandomMatch(v.name, color, wins, draws, losses, truncated, float(np.mean(plies)))
+
+
+VALUE_NAMES = {1: "win", 0: "draw", -1: "loss"}
+
+
+def score_moves(games: list, chosen: Sequence[int], move_values: list[dict[int, int]]) -> dict:
+    """How often the chosen moves keep each position's value.
+
+    ``move_values[i]`` maps every legal action of ``games[i]`` (:class:`~agents.games.Game` objects)
+    to its exact value class (1 win, 0 draw, -1 loss) for the player to move. Returns
+    ``value_preserving`` (the share of positions), ``positions`` and the blunder counts
+    ``win->draw``, ``win->loss``, ``draw->loss``, also per player to move.
+    """
+    def count(rows):
+        out = {"positions": len(rows), "value_preserving": float("nan"), "win->draw": 0, "win->loss": 0,
+               "draw->loss": 0}
+        if rows:
+            out["value_preserving"] = float(np.mean([best == got for best, got in rows]))
+            for best, got in rows:
+                if got < best:
+                    out[f"{VALUE_NAMES[best]}->{VALUE_NAMES[got]}"] += 1
+        return out
+
+    rows, by_side = [], {0: [], 1: []}
+    for game, action, values in zip(games, chosen, move_values):
+        if int(action) not in values:
+            raise ValueError(f"illegal action {action} chosen in {game!r}")
+        row = (max(values.values()), values[int(action)])
+        rows.append(row)
+        by_side[game.to_play()].append(row)
+    result = count(rows)
+    result["first player to move"] = count(by_side[0])
+    result["second player to move"] = count(by_side[1])
+    return result

@@ -44,6 +44,11 @@ from typing import Any, Callable
 
 from minichess_envs.checksums import SUMS, read_checksums, verify_checksum, write_checksums
 
+# Idle OpenMP threads sleep instead of spinning: with other work on a 2-core machine, spinning threads
+# slowed training 20-50x in our runs. Set here, the one place, before torch loads OpenMP: every
+# experiment imports this module first; a process that chose a policy keeps it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 CHECKPOINT = "checkpoint"
 STATE = "state.json"
 TENSORS = "tensors.pt"
@@ -390,3 +395,27 @@ def machine_text(start: dict, end: dict | None = None) -> str:
             + (f"{threads} torch thread{'s' if threads != 1 else ''} in the main process; " if threads else "")
             + f"load average (1 / 5 / 15 min) {load(start)} at the start and {load(end)} at the end "
             "(a load above the core count means other work shared the machine).")
+
+
+def command_line(defaults, presets: dict[str, dict] | None = None, argv: list[str] | None = None):
+    """An experiment's options from the command line: the dataclass instance ``defaults``, with the
+    changes of a named preset (``--preset NAME``), then any field set by its flag (tyro; ``--help``
+    lists the fields with their docs, and the presets)."""
+    import sys
+
+    import tyro
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    presets = presets or {}
+    if "--preset" in argv:
+        i = argv.index("--preset")
+        name = argv[i + 1] if i + 1 < len(argv) else ""
+        if name not in presets:
+            raise SystemExit(f"--preset takes one of {', '.join(presets) or 'no preset here'}, got {name!r}")
+        defaults = dataclasses.replace(defaults, **presets[name])
+        del argv[i:i + 2]
+    description = (type(defaults).__doc__ or "").strip()
+    if presets:
+        description += "\n\nPresets (--preset NAME, before other flags take effect): " + "; ".join(
+            f"{name}: " + ", ".join(f"{k}={v!r}" for k, v in changes.items()) for name, changes in presets.items())
+    return tyro.cli(type(defaults), default=defaults, args=argv, description=description)

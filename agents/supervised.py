@@ -146,7 +146,7 @@ def forward(net: torch.nn.Module, observations: torch.Tensor, masks: torch.Tenso
     return net(observations, masks)
 
 
-def as_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: str):
+def network_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: str):
     """The network as the agent that plays it: AlphaZero (search) or PPO (policy)."""
     if isinstance(net, PolicyValueNet):
         return AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
@@ -156,7 +156,8 @@ def as_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: 
     return PPOAgent(net, variant.name, settings.history, settings.last_move, name=name, backend="supervised")
 
 
-def evaluate(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettings, split: str = "validation") -> dict:
+def held_out_metrics(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettings,
+                     split: str = "validation") -> dict:
     """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy;
     with the draws marked, also the share of won positions with a drawing move where the policy's top move draws."""
     net.eval()
@@ -217,7 +218,7 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
         progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
                                 unit="position", done=run.state.iteration * positions_per_epoch)
         if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
-            as_agent(net, variant, settings, "supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
+            network_agent(net, variant, settings, "supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
         net.train()
         for epoch in range(run.state.iteration + 1, settings.epochs + 1):
             seen = policy_sum = value_sum = draw_sum = 0.0
@@ -248,15 +249,15 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
                    "train_value_loss": value_sum / max(seen, 1), "train_positions": int(seen)}
             if settings.draw_penalty:
                 row["train_draw_loss"] = draw_sum / max(seen, 1)
-            row.update(evaluate(net, data, settings))
+            row.update(held_out_metrics(net, data, settings))
             run.state.iteration = epoch
             run.state.env_steps += int(seen)
-            as_agent(net, variant, settings, f"supervised-e{epoch}").save(
+            network_agent(net, variant, settings, f"supervised-e{epoch}").save(
                 os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
             run.save(row, tensors={"model": net.state_dict(), "optimizer": optimizer.state_dict()})
             net.train()
         progress.close()
-        as_agent(net, variant, settings, "supervised").save(os.path.join(run_dir, "agent"))
+        network_agent(net, variant, settings, "supervised").save(os.path.join(run_dir, "agent"))
     return net.eval()
 
 

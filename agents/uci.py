@@ -61,7 +61,7 @@ def check_options(options: dict, file_options: bool = False) -> dict:
     return dict(options)
 
 
-class SearchResult(NamedTuple):
+class EngineResult(NamedTuple):
     """An engine's move (UCI) and score from the side to move: centipawns, or moves to mate (negative: mated)."""
 
     move: str
@@ -297,7 +297,7 @@ class UCIEngineAgent(Agent):
         """The engine's move in ``position`` (UCI), searched from the game's root so it sees repetitions."""
         return self.search(position).move
 
-    def search(self, position) -> SearchResult:
+    def search(self, position) -> EngineResult:
         """The engine's move in ``position`` and its last reported score (from the side to move)."""
         self.start()
         moves = " ".join(m.uci() for m in position.move_stack)
@@ -320,7 +320,7 @@ class UCIEngineAgent(Agent):
                         continue
                     cp, mate = (value, None) if words[i + 1] == "cp" else (None, value)
                     break
-        return SearchResult(fields[1], cp, mate)
+        return EngineResult(fields[1], cp, mate)
 
     def act(self, observation, action_mask, position=None) -> int:
         if position is None:

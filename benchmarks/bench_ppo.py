@@ -15,8 +15,8 @@ and the random reply. Rows, from the bare env up to whole PPO iterations:
   masked logits (one forward pass per step for all games, ``torch.multinomial``
   over all 1,225 masked logits): the straightforward sampler;
 * RLlib sampling: ``EnvRunner.sample`` (episodes, connectors, the module's
-  forward pass), with our native vector env and with gymnasium's
-  ``SyncVectorEnv`` over single envs;
+  forward pass), with our native vector env (gymnasium's ``SyncVectorEnv`` was
+  within noise of it inside RLlib and was removed: docs/decisions.md);
 * built-in PPO (``agents/ppo/native.py``) sampling: its rollout (network forward
   pass, sampling over each game's legal actions, the vector env's C step);
 * training: whole PPO iterations of the built-in PPO, RLlib and SB3 (sampling +
@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import minichess_envs  # noqa: E402,F401
+from agents.ppo.task import task_for  # noqa: E402
 from bench_envs import sample_batch  # noqa: E402
 
 ENV_ID = "MiniChess-GardnerKingCapture-v0"
@@ -84,7 +85,7 @@ def raw_vector(seconds: float, num_envs: int, policy: bool = False) -> float:
     from agents.ppo.network import PPONet
 
     envs = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", **ENV_KWARGS)
-    net = PPONet(PPOSettings().net_config()).eval()
+    net = PPONet(task_for(PPOSettings()).net_config()).eval()
     rng = np.random.default_rng(0)
     obs, _ = envs.reset(seed=0)
     steps, start = 0, time.perf_counter()
@@ -101,24 +102,19 @@ def raw_vector(seconds: float, num_envs: int, policy: bool = False) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def rllib_sampling(args) -> dict:
-    """RLlib's ``EnvRunner.sample`` throughput, with our native vector env and with ``SyncVectorEnv``."""
+def rllib_sampling(args) -> float:
+    """RLlib's ``EnvRunner.sample`` throughput on our native vector env."""
     from agents.ppo.common import PPOSettings
     from agents.ppo.rllib_train import build
 
-    out = {}
-    for vectorize in ("native", "sync"):
-        settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch, vectorize=vectorize)
-        algo = build(settings)
-        try:
-            algo.env_runner.sample(num_timesteps=args.num_envs * 20)  # warm up
-            t = time.perf_counter()
-            episodes = algo.env_runner.sample(num_timesteps=args.train_batch)
-            dt = time.perf_counter() - t
-            out[f"sample_{vectorize}"] = sum(len(e) for e in episodes) / dt
-        finally:
-            algo.stop()
-    return out
+    algo = build(PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch))
+    try:
+        algo.env_runner.sample(num_timesteps=args.num_envs * 20)  # warm up
+        t = time.perf_counter()
+        episodes = algo.env_runner.sample(num_timesteps=args.train_batch)
+        return sum(len(e) for e in episodes) / (time.perf_counter() - t)
+    finally:
+        algo.stop()
 
 
 def native_sampling(args) -> float:
@@ -127,7 +123,7 @@ def native_sampling(args) -> float:
     from agents.ppo.native import NativeBackend, collect
 
     settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch)
-    backend = NativeBackend(settings)
+    backend = NativeBackend(settings, task_for(settings))
     try:
         backend.iterate()  # warm up
         t = time.perf_counter()
@@ -150,7 +146,7 @@ def training_figures(args, names: list[str]) -> dict:
         if "native" in names:
             from agents.ppo.native import NativeBackend
 
-            backend = NativeBackend(settings)
+            backend = NativeBackend(settings, task_for(settings))
             closers.append(backend.close)
             trainers["native"] = lambda: backend.iterate()["iteration_env_steps"]
         if "rllib" in names:
@@ -160,11 +156,11 @@ def training_figures(args, names: list[str]) -> dict:
             closers.append(algo.stop)
             trainers["rllib"] = lambda: int(algo.train()["env_runners"]["num_env_steps_sampled"])
         if "sb3" in names:
-            from agents.ppo.sb3_train import make_model, make_vec_env
+            from agents.ppo.sb3_train import SB3VecEnv, make_model
 
-            env = make_vec_env(settings)
+            env = SB3VecEnv(task_for(settings).make_envs())
             closers.append(env.close)
-            model = make_model(settings, env)
+            model = make_model(settings, task_for(settings).net_config(), env)
 
             def sb3_iteration():
                 before = model.num_timesteps
@@ -191,16 +187,17 @@ def training_figures(args, names: list[str]) -> dict:
 def time_to_target(backend_class, minutes: float, target: float = 0.97, games: int = 1000) -> dict:
     """Training wall-clock until the greedy policy wins ``target`` of ``games`` games as White against random."""
     from agents.evaluation import versus_random
-    from agents.ppo.common import PPOSettings, make_agent
+    from agents.ppo.common import PPOSettings
 
     settings = PPOSettings()
-    backend = backend_class(settings)
+    task = task_for(settings)
+    backend = backend_class(settings, task)
     train_s, steps, rate, iterations = 0.0, 0, 0.0, 0
     try:
         while train_s < 60 * minutes:
             t = time.perf_counter()
             steps += backend.iterate()["iteration_env_steps"]
-            agent = make_agent(backend.policy_net(), settings, backend.kind)
+            agent = task.agent(backend.policy_net(), backend.kind)
             train_s += time.perf_counter() - t
             iterations += 1
             rate = versus_random(agent, settings.variant, games=games, color="white", seed=0).win_rate
@@ -216,12 +213,13 @@ def time_to_target(backend_class, minutes: float, target: float = 0.97, games: i
 def sb3_sampling(args) -> float:
     """SB3 ``MaskablePPO``'s rollout throughput (its rollout time inside ``learn``)."""
     from agents.ppo.common import PPOSettings
-    from agents.ppo.sb3_train import _RolloutTimer, make_model, make_vec_env
+    from agents.ppo.sb3_train import SB3VecEnv, _RolloutTimer, make_model
 
     settings = PPOSettings(num_envs=args.num_envs, train_batch=args.train_batch)
-    env = make_vec_env(settings)
+    task = task_for(settings)
+    env = SB3VecEnv(task.make_envs())
     try:
-        model = make_model(settings, env)
+        model = make_model(settings, task.net_config(), env)
         model.learn(settings.train_batch)  # warm up
         timer = _RolloutTimer()
         before = model.num_timesteps
@@ -268,9 +266,7 @@ def main(argv=None) -> int:
     if "native" not in args.skip:
         show("native_sample", "built-in PPO rollout, native vector env", native_sampling(args), base)
     if "rllib" not in args.skip:
-        r = rllib_sampling(args)
-        show("rllib_sample_native", "RLlib EnvRunner.sample, native vector env", r["sample_native"], base)
-        show("rllib_sample_sync", "RLlib EnvRunner.sample, SyncVectorEnv of gym.make envs", r["sample_sync"], base)
+        show("rllib_sample_native", "RLlib EnvRunner.sample, native vector env", rllib_sampling(args), base)
     if "sb3" not in args.skip:
         show("sb3_sample", "SB3 MaskablePPO rollouts, native vector env", sb3_sampling(args), base)
     names = [name for name in ("native", "rllib", "sb3") if name not in args.skip]

@@ -13,57 +13,59 @@ and agent/ (load it with ``agents.load("runs/alphazero_3x3/agent")``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
 import time
 
-# Idle OpenMP threads sleep instead of spinning: with other work on a 2-core machine,
-# spinning threads slowed training 20-50x in our runs. Set before torch loads OpenMP.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from agents.runs import Progress, command_line, machine, machine_text  # first: the OpenMP setting, before torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from agents import GreedyAgent, RandomAgent  # noqa: E402
-from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.diagnostics import TablebaseEvaluation  # noqa: E402
-from agents.alphazero.search import SearchConfig  # noqa: E402
-from agents.alphazero.train import Config, start_game, train, with_changes, write_agent  # noqa: E402
-from agents.reports import line_plot, markdown_table  # noqa: E402
-from agents.runs import Progress, machine, machine_text  # noqa: E402
-from minichess_envs.positions import START_POSITIONS  # noqa: E402
-from minichess_envs.tablebase import Tablebase, score_agent  # noqa: E402
+from agents import GreedyAgent, RandomAgent
+from agents.alphazero.agent import AlphaZeroAgent
+from agents.alphazero.diagnostics import TablebaseEvaluation
+from agents.alphazero.search import SearchConfig
+from agents.alphazero.train import Config, start_game, train, with_changes, write_agent
+from agents.reports import line_plot, markdown_table
+from minichess_envs.positions import START_POSITIONS
+from minichess_envs.tablebase import Tablebase, score_agent
+
+
+@dataclasses.dataclass
+class Options:
+    """AlphaZero learns Major-Piece 3x3 chess by self-play, judged against the exact tablebase."""
+
+    out: str = "runs/alphazero_3x3"  # the run directory: report.md, metrics.csv, plots, checkpoint/, agent/
+    iterations: int = 60
+    games: int = 1024  # self-play games per iteration
+    simulations: int = 64  # per move, in self-play and in the judged searches
+    eval_sample: int = 1000  # positions searched each iteration (the raw policy is scored on all)
+    seed: int = 0
+    workers: int = 0  # self-play worker processes, one per core (0: self-play in this process)
+    resume: bool = False  # continue an interrupted run
+
+
+PRESETS = {"quick": dict(iterations=2, games=32, simulations=8, eval_sample=50)}  # a smoke test: seconds
+
+
+def settings(args: Options) -> Config:
+    """The run's AlphaZero settings: self-play from the two drawn starts and, for 75% of the games, from
+    random legal positions (AlphaZeroNano's curriculum)."""
+    starts = START_POSITIONS["3x3"]
+    return with_changes(
+        Config(), game="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
+        games_per_iteration=args.games, random_start_fraction=0.75, start_fens=(starts["white"], starts["black"]),
+        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99),
+        blocks=3, channels=64, sample_reuse=4.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4, threads=2,
+        workers=args.workers)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="runs/alphazero_3x3")
-    parser.add_argument("--iterations", type=int, default=60)
-    parser.add_argument("--games", type=int, default=1024, help="self-play games per iteration")
-    parser.add_argument("--simulations", type=int, default=64)
-    parser.add_argument("--eval-sample", type=int, default=1000, help="positions searched each iteration")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=0,
-                        help="self-play worker processes, one per core (0: self-play in this process)")
-    parser.add_argument("--ray-address", default=None,
-                        help="run the workers as Ray actors on this cluster (\"local\": a new local one)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads in the main process")
-    parser.add_argument("--resume", action="store_true")
-    args = parser.parse_args(argv)
-
+    args = command_line(Options(), PRESETS, argv)
     started = machine()
-    starts = START_POSITIONS["3x3"]
-    config = with_changes(Config(),
-        game="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
-        games_per_iteration=args.games, random_start_fraction=0.75,
-        start_fens=(starts["white"], starts["black"]),
-        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99),
-        blocks=3, channels=64, history=1, last_move=False,
-        sample_reuse=4.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4, threads=args.threads,
-        workers=args.workers, ray_address=args.ray_address,
-    )
+    config = settings(args)
     print("loading the 3x3 tablebase (evaluation only) ...", flush=True)
     tablebase = Tablebase.load("3x3", verbose=True)
     encoding = start_game(config).encoding

@@ -28,10 +28,13 @@ import torch  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import Config, train, with_changes, write_agent  # noqa: E402
 from agents.alphazero.search import MOVE_CHOICES, SearchConfig  # noqa: E402
-from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
+from agents.arena import play_match  # noqa: E402
+from agents.evaluation import score_moves  # noqa: E402
 from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver, judged_sample  # noqa: E402
+from agents.random_agent import RandomAgent  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, machine, machine_text, write_csv  # noqa: E402
+from minichess_envs.players import choose_actions  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -100,7 +103,7 @@ def main(argv=None) -> int:
 
     def evaluate(net, iteration):
         agent = AlphaZeroAgent(net, "connect_four", simulations=0)
-        raw = score_moves(positions, choose_in_batches(agent.act_games, positions, 1024), move_values)
+        raw = score_moves(positions, choose_actions(agent, positions, batch=1024), move_values)
         return {"score_policy_value_preserving": raw["value_preserving"],
                 **value_agreement(agent.policy_value(positions)[1], solver_values)}
 
@@ -114,23 +117,24 @@ def main(argv=None) -> int:
     mcts = AlphaZeroAgent.from_checkpoint(state, simulations=args.eval_simulations, name=mcts_name,
                                                    move_choice=args.eval_move_choice)
     alpha_beta = ConnectFourAlphaBeta(args.depth, seed=args.seed)
-    players = {"raw policy": raw.act_games, mcts_name: mcts.act_games,
-               f"baseline: alpha-beta depth {args.depth}": alpha_beta, "baseline: random": random_player(args.seed)}
+    players = {"raw policy": raw, mcts_name: mcts,
+               f"baseline: alpha-beta depth {args.depth}": alpha_beta, "baseline: random": RandomAgent(args.seed)}
     scores = {}
     for label, choose in players.items():
         print(f"scoring {label} on {len(positions)} positions ...", flush=True)
-        scores[label] = score_moves(positions, choose_in_batches(choose, positions, 128), move_values)
+        scores[label] = score_moves(positions, choose_actions(choose, positions, batch=128), move_values)
     matches = []
     opponents = [(f"alpha-beta depth {args.depth}", ConnectFourAlphaBeta(args.depth, seed=args.seed + 1),
                   args.match_games),
                  ("perfect solver", ConnectFourSolver(seed=args.seed + 2), args.solver_games)]
-    for label, choose in ((mcts_name, mcts.act_games), ("raw policy", raw.act_games)):
+    for label, choose in ((mcts_name, mcts), ("raw policy", raw)):
         for opponent, other, games in opponents:
             for first in (True, False):
                 with Progress(games, f"{label} vs {opponent}, moving {'first' if first else 'second'}",
                               unit="game") as bar:
-                    matches.append(play_match("connect_four", choose, other, games, first, (label, opponent),
-                                              progress=bar.update))
+                    matches.append(play_match(choose, other, "connect_four", games,
+                                              seats="first" if first else "second", names=(label, opponent),
+                                              progress=lambda record, done, total: bar.update(done)))
     final_seconds = time.perf_counter() - t0
     write_report(args, config, state, scores, matches, judge_seconds, train_seconds, final_seconds,
                  time.perf_counter() - start, agent_path, machine_text(started))
@@ -175,18 +179,19 @@ def write_report(args, config, state, scores, matches, judge_seconds, train_seco
     write_csv(os.path.join(out, "matches.csv"), [m.row() for m in matches])
     match_rows = []
     for m in matches:
-        lo, hi = m.interval("wins")
-        slo, shi = m.interval("score")
-        match_rows.append([m.player, m.opponent, "first" if m.first else "second", f"{m.wins}-{m.draws}-{m.losses}",
-                           f"{m.wins / m.games:.3f} [{lo:.3f}, {hi:.3f}]", f"{m.score:.3f} [{slo:.3f}, {shi:.3f}]",
+        t = m.tally()
+        (lo, hi), (slo, shi) = t.rate_interval("wins"), t.interval
+        match_rows.append([m.a, m.b, m.seats, f"{t.wins}-{t.draws}-{t.losses}",
+                           f"{t.wins / t.games:.3f} [{lo:.3f}, {hi:.3f}]", f"{t.score:.3f} [{slo:.3f}, {shi:.3f}]",
                            m.distinct])
     mcts_name = mcts_label(args)
     mcts_all, raw_all = scores[mcts_name], scores["raw policy"]
     ab_all = scores[f"baseline: alpha-beta depth {args.depth}"]
     rand_all = scores["baseline: random"]
-    first_vs_ab = next(m for m in matches if m.player == mcts_name and m.opponent.startswith("alpha") and m.first)
-    lo, hi = first_vs_ab.interval("wins")
-    vs_solver = [m for m in matches if m.player == mcts_name and m.opponent == "perfect solver"]
+    first_vs_ab = next(m for m in matches if m.a == mcts_name and m.b.startswith("alpha") and m.seats == "first")
+    first_vs_ab = first_vs_ab.tally()
+    lo, hi = first_vs_ab.rate_interval("wins")
+    vs_solver = [m for m in matches if m.a == mcts_name and m.b == "perfect solver"]
     positions = sum(m["samples"] for m in metrics)
     selfplay = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
     games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
@@ -222,7 +227,7 @@ stones on the board); the solver only judges, it never trains.
 Moving first against alpha-beta depth {args.depth}, {mcts_name} won {first_vs_ab.wins} of {first_vs_ab.games}
 games ({first_vs_ab.wins / first_vs_ab.games:.3f}, 95% Wilson [{lo:.3f}, {hi:.3f}]; target >= 0.90). Against the
 perfect solver: """ + "; ".join(
-        f"moving {'first' if m.first else 'second'} {m.wins}-{m.draws}-{m.losses} (W-D-L)" for m in vs_solver) + f""".
+        f"moving {m.seats} {m.tally().wins}-{m.tally().draws}-{m.tally().losses} (W-D-L)" for m in vs_solver) + f""".
 The first player wins Connect Four with perfect play, so losing every game as the second player is the expected
 result; as the first player, any draw or loss is a mistake by the agent.
 

@@ -27,24 +27,13 @@ import torch  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import Config, train, with_changes, write_agent  # noqa: E402
 from agents.alphazero.search import SearchConfig  # noqa: E402
-from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves  # noqa: E402
-from agents.games.tictactoe import solve_tictactoe  # noqa: E402
+from agents.arena import play_match  # noqa: E402
+from agents.evaluation import score_moves  # noqa: E402
+from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe  # noqa: E402
+from agents.random_agent import RandomAgent  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, write_csv  # noqa: E402
-
-
-def perfect_player(table, seed: int = 0):
-    """A minimax player: a best move by the table, ties broken at random."""
-    rng = np.random.default_rng(seed)
-
-    def choose(games):
-        out = []
-        for g in games:
-            values = table.move_values(g)
-            best = max(values.values())
-            out.append(int(rng.choice([a for a, v in values.items() if v == best])))
-        return out
-    return choose
+from minichess_envs.players import choose_actions  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -88,10 +77,10 @@ def main(argv=None) -> int:
 
     def evaluate(net, iteration):
         agent = AlphaZeroAgent(net, "tictactoe", simulations=0)
-        raw = score_moves(positions, choose_in_batches(agent.act_games, positions, 4520), move_values)
+        raw = score_moves(positions, choose_actions(agent, positions, batch=4520), move_values)
         agent = AlphaZeroAgent(net, "tictactoe", simulations=search.simulations, search=search)
         games = [positions[i] for i in sample]
-        mcts = score_moves(games, choose_in_batches(agent.act_games, games), [move_values[i] for i in sample])
+        mcts = score_moves(games, choose_actions(agent, games, batch=256), [move_values[i] for i in sample])
         return {"score_policy_value_preserving": raw["value_preserving"],
                 "score_mcts_value_preserving": mcts["value_preserving"]}
 
@@ -104,19 +93,19 @@ def main(argv=None) -> int:
     raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
     mcts = AlphaZeroAgent.from_checkpoint(state, simulations=args.simulations,
                                                    name=f"MCTS {args.simulations}")
-    players = {"raw policy": raw.act_games, f"MCTS {args.simulations}": mcts.act_games,
-               "baseline: random": random_player(args.seed)}
-    scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
+    players = {"raw policy": raw, f"MCTS {args.simulations}": mcts, "baseline: random": RandomAgent(args.seed)}
+    scores = {label: score_moves(positions, choose_actions(choose, positions, batch=1024), move_values)
               for label, choose in players.items()}
     _, values = raw.policy_value(positions)
     truth = np.array([max(v.values()) for v in move_values])
     value_match = float(np.mean(np.where(np.abs(values) < 0.5, 0, np.sign(values)) == truth))
     matches = []
     for label, choose in list(players.items())[:2]:
-        for opponent, other in (("perfect minimax", perfect_player(table, args.seed)),
-                                ("random", random_player(args.seed + 1))):
-            for first in (True, False):
-                matches.append(play_match("tictactoe", choose, other, args.match_games, first, (label, opponent)))
+        for opponent, other in (("perfect minimax", TicTacToeSolver(table, args.seed)),
+                                ("random", RandomAgent(args.seed + 1))):
+            for seats in ("first", "second"):
+                matches.append(play_match(choose, other, "tictactoe", args.match_games, seats=seats,
+                                          names=(label, opponent)))
     final_seconds = time.perf_counter() - t0
     write_report(args, config, state, scores, value_match, matches, solve_seconds, train_seconds, final_seconds,
                  time.perf_counter() - start, agent_path, machine_text(started))
@@ -146,8 +135,8 @@ def write_report(args, config, state, scores, value_match, matches, solve_second
                                r["win->loss"], r["draw->loss"]])
     write_csv(os.path.join(out, "scores.csv"), score_rows)
     write_csv(os.path.join(out, "matches.csv"), [m.row() for m in matches])
-    match_rows = [[m.player, m.opponent, "first" if m.first else "second", f"{m.wins}-{m.draws}-{m.losses}",
-                   "[{:.3f}, {:.3f}]".format(*m.interval("not_lost"))] for m in matches]
+    match_rows = [[m.a, m.b, m.seats, "{0.wins}-{0.draws}-{0.losses}".format(m.tally()),
+                   "[{:.3f}, {:.3f}]".format(*m.tally().rate_interval("not_lost"))] for m in matches]
     raw_all, mcts_all = scores["raw policy"], scores[f"MCTS {args.simulations}"]
     rand_all = scores["baseline: random"]
     selfplay = sum(m["selfplay_s"] for m in metrics)

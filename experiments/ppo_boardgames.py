@@ -7,16 +7,16 @@
 
 One network plays both seats (drawn per game); ``--opponent self`` trains against a pool of its past
 selves (``agents/ppo/selfplay.py``'s ``OpponentPool``) with ``--random-share`` of the games against the
-random player. The algorithm, checkpoints, resume, metrics and TensorBoard are the chess PPO's
-(``agents/ppo/native.py``, ``agents.runs``); the env, the linear policy head, the evaluation and the
-saved agent are ``agents/boardgame_ppo.py``'s.
+random player. The algorithm, checkpoints, resume, metrics, TensorBoard and the saved agent are the chess
+PPO's (``agents/ppo/native.py``, ``agents.runs``, ``PPOAgent``); the env, the linear policy head and the
+evaluation are the game's task (``agents/ppo/task.py``'s ``BoardGameTask``).
 
 Judged at the end: Tic-Tac-Toe by our exhaustive minimax on every one of the 4,520 positions where the
 game goes on (value-preserving: the move keeps a win a win and a draw a draw), Connect Four by the
 perfect solver bitbully on the AlphaZero experiment's seeded sample of ``--sample`` positions (extra
 ``[games]``; without it the sample is skipped with a note); both games by
 ``--final-games`` games per seat against the random player, and Connect Four by ``--match-games`` per
-seat against alpha-beta depth 2 (``agents.boardgame_judges``), each beside the random player's own
+seat against alpha-beta depth 2 (``agents.games.connect_four``), each beside the random player's own
 result in the same games. Writes ``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv,
 matches.csv, win_rates.png, checkpoint/, tensorboard/ and agent/ (``agents.load(".../agent")``).
 """
@@ -31,8 +31,8 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
 
-from agents.boardgame_ppo import CHESS_SETTINGS  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.ppo.task import BoardGameTask  # noqa: E402
 from agents.reports import curves_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, write_csv  # noqa: E402
 
@@ -93,7 +93,10 @@ def main(argv=None) -> int:
     import torch
 
     from agents import load
-    from agents.boardgame_judges import choose_in_batches, play_match, random_player, score_moves
+    from agents.arena import play_match
+    from agents.evaluation import score_moves
+    from agents.random_agent import RandomAgent
+    from minichess_envs.players import choose_actions
     from agents.games.connect_four import ConnectFourAlphaBeta, judged_sample
     from agents.games.tictactoe import solve_tictactoe
     from agents.ppo import native
@@ -110,7 +113,7 @@ def main(argv=None) -> int:
     print("final evaluation ...", flush=True)
     t = time.perf_counter()
     agent = load(os.path.join(args.out, "agent"))
-    players = {"PPO": agent.act_games, "baseline: random": random_player(args.seed + 2)}
+    players = {"PPO": agent, "baseline: random": RandomAgent(args.seed + 2)}
     positions, move_values = [], []
     if args.game == "tictactoe":
         table = solve_tictactoe()
@@ -121,14 +124,14 @@ def main(argv=None) -> int:
             positions, move_values = judged_sample(args.sample, args.seed)
         except ImportError as exc:  # the solver is an optional extra: the matches still run
             print(f"note: no solver-judged sample: {exc}", flush=True)
-    scores = {label: score_moves(positions, choose_in_batches(choose, positions, 1024), move_values)
+    scores = {label: score_moves(positions, choose_actions(choose, positions, batch=1024), move_values)
               for label, choose in players.items()} if positions else {}
-    opponents = {"random": (lambda: random_player(args.seed + 1), args.final_games)}
+    opponents = {"random": (lambda: RandomAgent(args.seed + 1), args.final_games)}
     if args.game == "connect_four":
         opponents["alpha-beta depth 2"] = (lambda: ConnectFourAlphaBeta(2, args.seed + 1), args.match_games)
-    matches = [play_match(args.game, choose, make_opponent(), games, first, (label, name))
+    matches = [play_match(choose, make_opponent(), args.game, games, seats=seats, names=(label, name))
                for name, (make_opponent, games) in opponents.items()
-               for label, choose in players.items() for first in (True, False)]
+               for label, choose in players.items() for seats in ("first", "second")]
     final_s = time.perf_counter() - t
     write_report(args, settings, state, scores, matches, train_s, final_s, time.perf_counter() - started,
                  machine_text(measured))
@@ -144,10 +147,10 @@ def write_report(args, settings, state, scores, matches, train_s, final_s, wall_
     curves_plot(os.path.join(out, "win_rates.png"), curves, "env steps (learner moves)", "win rate",
                 f"PPO on {args.game} ({args.opponent}): greedy policy against random, {args.eval_games} games a seat")
     write_csv(os.path.join(out, "matches.csv"), [m.row() for m in matches])
-    match_rows = [[m.player, m.opponent, "first" if m.first else "second", f"{m.wins}-{m.draws}-{m.losses}",
-                   "**{:.3f}** [{:.3f}, {:.3f}]".format(m.wins / m.games, *m.interval("wins")),
-                   "{:.3f} [{:.3f}, {:.3f}]".format(1 - m.losses / m.games, *m.interval("not_lost"))]
-                  for m in matches]
+    match_rows = [[m.a, m.b, m.seats, f"{t.wins}-{t.draws}-{t.losses}",
+                   "**{:.3f}** [{:.3f}, {:.3f}]".format(t.wins / t.games, *t.rate_interval("wins")),
+                   "{:.3f} [{:.3f}, {:.3f}]".format(1 - t.losses / t.games, *t.rate_interval("not_lost"))]
+                  for m in matches for t in [m.tally()]]
     score_text = ""
     if scores:
         rows, table = [], []
@@ -203,7 +206,7 @@ time counts every part). {measured_on}
 ## Settings
 
 ```
-{chr(10).join(f"{k} = {v}" for k, v in dataclasses.asdict(settings).items() if k not in CHESS_SETTINGS)}
+{chr(10).join(f"{k} = {v}" for k, v in dataclasses.asdict(settings).items() if k not in BoardGameTask.unread_settings)}
 ```
 
 The trained agent: `agents.load("{os.path.join(out, 'agent')}")`; in PettingZoo's env

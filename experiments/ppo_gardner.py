@@ -23,10 +23,9 @@ plays both colors (``--color random``: the learner's color drawn per game), mate
   a pawn of material worth 0.01 (6x Alpha-Mini's shaping), a rule draw (stalemate, repetition,
   insufficient material) -0.5, lr 1e-3, 64 games, 8192-step batches, 2 epochs of 512-sample
   minibatches (the best of the settings tried in 5-minute runs: docs/benchmarks.md); target >= 90%
-  wins against random with both colors over 1,000 games each. ``--pool`` trains against a pool of
-  the learner's past selves and the random player instead (``agents/ppo/selfplay.py``).
+  wins against random with both colors over 1,000 games each.
 
-The per-rule-set defaults (budgets, gamma, lambda, shaping, batch sizes, self-play) are
+The per-rule-set defaults (budgets, gamma, lambda, shaping, batch sizes) are
 ``NATIVE_DEFAULTS``; flags override them. RLlib and SB3 (``--backend rllib|sb3``): Alpha-Mini's four policies, each color trained
 separately for ``--steps`` env steps against the random player, gamma 0.3, lambda 1.0.
 
@@ -69,12 +68,11 @@ TARGET = 0.97
 CHECKMATE_TARGET = 0.90  # wins against random with both colors, checkmate rules
 MATCH_OPPONENTS = ("greedy", "minimax-d2")
 #: The built-in backend's defaults per rule set: a budget in env steps and minutes (whichever comes first;
-#: the two together stay within 30 minutes on 2 cores, evaluation included), gamma, lambda, self-play.
+#: the two together stay within 30 minutes on 2 cores, evaluation included), gamma, lambda, shaping.
 NATIVE_DEFAULTS = {
-    "kingcapture": dict(steps=150_000, minutes=5.0, gamma=0.3, lambda_=1.0, material_scale=1 / 600, draw_reward=0.0,
-                        pool=False),
+    "kingcapture": dict(steps=150_000, minutes=5.0, gamma=0.3, lambda_=1.0, material_scale=1 / 600, draw_reward=0.0),
     "checkmate": dict(steps=3_000_000, minutes=18.0, gamma=0.9, lambda_=0.95, material_scale=0.01, draw_reward=-0.5,
-                      pool=False, lr=1e-3, num_envs=64, train_batch=8192, epochs=2, minibatch=512),
+                      lr=1e-3, num_envs=64, train_batch=8192, epochs=2, minibatch=512),
 }
 ALPHA_MINI_RESULT = 0.966
 #: Alpha-Mini's table 1: (gamma, lambda) -> its win rate against random.
@@ -118,15 +116,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--channels", type=int, default=d.channels)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--threads", type=int, default=d.threads)
-    # the built-in backend's self-play: a pool of past selves (agents/ppo/selfplay.py)
-    p.add_argument("--pool", action=argparse.BooleanOptionalAction, default=None,
-                   help="native: train against a pool of past selves and the random player (default: "
-                        "NATIVE_DEFAULTS: off)")
-    p.add_argument("--pool-random", type=float, default=d.selfplay_random,
-                   help="share of games against the random player")
-    p.add_argument("--pool-every", type=int, default=d.pool_every, help="iterations between snapshots")
-    p.add_argument("--pool-size", type=int, default=d.pool_size, help="snapshots kept (the newest)")
-    p.add_argument("--pool-sampling", choices=("uniform", "recent"), default=d.pool_sampling)
     # the Alpha-Mini procedure
     p.add_argument("--selfplay", action="store_true", help="run the Alpha-Mini procedure instead")
     p.add_argument("--selfplay-steps", type=int, default=8, help="procedure steps k = 1..N")
@@ -142,8 +131,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--steps and --final-games must be positive")
     if args.selfplay and args.sweep:
         p.error("--selfplay and --sweep are separate runs; pick one")
-    if args.pool and args.backend != "native":
-        p.error("--pool (self-play against past selves) is the native backend's; rllib/sb3 have --selfplay")
     if args.color is None:
         args.color = "random" if args.backend == "native" else "both"
     if args.eval_every is None:
@@ -152,12 +139,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def rule_defaults(args, rules: str) -> dict:
-    """Budget, gamma, lambda and self-play of one rule set: the flags, else the backend's defaults."""
+    """Budget, gamma, lambda and shaping of one rule set: the flags, else the backend's defaults."""
     if args.backend == "native":
         d = dict(NATIVE_DEFAULTS[rules])
     else:
         d = dict(steps=250_000, minutes=None, gamma=PPOSettings.gamma, lambda_=PPOSettings.lambda_,
-                 material_scale=PPOSettings.material_scale, draw_reward=0.0, pool=False)
+                 material_scale=PPOSettings.material_scale, draw_reward=0.0)
     for key in ("train_batch", "minibatch", "epochs", "num_envs", "lr"):
         d.setdefault(key, getattr(PPOSettings, key))
     for key in d:
@@ -172,8 +159,7 @@ def base_settings(args, rules: str, color: str) -> PPOSettings:
                        material_scale=d["material_scale"], draw_reward=d["draw_reward"],
                        entropy_coeff=args.entropy, train_batch=d["train_batch"], minibatch=d["minibatch"],
                        epochs=d["epochs"], num_envs=d["num_envs"], channels=args.channels, seed=args.seed,
-                       threads=args.threads, selfplay=d["pool"], selfplay_random=args.pool_random,
-                       pool_every=args.pool_every, pool_size=args.pool_size, pool_sampling=args.pool_sampling)
+                       threads=args.threads)
 
 
 def trainer_for(backend: str):
@@ -350,7 +336,7 @@ def write_report(args, runs, results, matches, baseline_rows, wall: float, measu
         [[f"{m['trained_rules']} ({m['trained_as']})", m["opponent"], m["games"],
           f"+{m['wins']} ={m['draws']} -{m['losses']}", f"{m['score']:.3f} [{m['score_low']:.3f}, {m['score_high']:.3f}]",
           m["as_white"], m["as_black"]] for m in matches]) if matches else "(no matches played)"
-    speed, pools = [], []
+    speed = []
     for run in runs:
         m = run["state"].metrics
         steps = run["state"].env_steps
@@ -359,27 +345,13 @@ def write_report(args, runs, results, matches, baseline_rows, wall: float, measu
                       f"{steps / max(train_seconds(m), 1e-9):,.0f}",
                       f"{sum(sample) / max(len(sample), 1):,.0f}" if sample else "-",
                       f"{m[-1]['episode_len_mean']:.1f}" if m else "-"])
-        if run["settings"].selfplay and m:
-            vs_random = sum(x.get("games_vs_random", 0) for x in m)
-            vs_self = sum(x.get("games_vs_past_self", 0) for x in m)
-            total = max(vs_random + vs_self, 1)
-            st = run["settings"]
-            pools.append([f"{run['rules']}, {run['color']}", f"every {st.pool_every} iterations, newest {st.pool_size}",
-                          st.pool_sampling, f"{m[-1].get('pool_size', 0)}", f"{vs_self:,} ({vs_self / total:.1%})",
-                          f"{vs_random:,} ({vs_random / total:.1%})"])
     speed_table = markdown_table(["policy", "env steps", "training time", "env steps/s (training, overall)",
                                   "env steps/s while sampling", "mean episode length (last iteration)"], speed)
-    pool_text = ""
-    if pools:
-        pool_text = "\n\nSelf-play (`agents/ppo/selfplay.py`): each iteration draws one past self from the pool; each game " \
-                    "draws its opponent at its start, the random player with probability " \
-                    f"{runs[-1]['settings'].selfplay_random}, else that past self (sampling from its policy).\n\n" + \
-                    markdown_table(["policy", "snapshots", "sampling", "pool size at the end", "games vs past selves",
-                                    "games vs random"], pools)
     settings = "\n".join(
         f"{run['rules']} ({run['color']}): steps {run['budget']['steps']:,}, minutes {run['budget']['minutes']}, "
         + ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(run["settings"]).items()
-                    if k not in ("variant", "agent_color", "opponent", "opponent_eps", "init_from"))
+                    if k not in ("variant", "game", "agent_color", "opponent", "opponent_eps", "init_from", "selfplay",
+                                 "selfplay_random", "pool_every", "pool_size", "pool_sampling"))
         for run in runs)
     extra = ""
     for name, title in (("selfplay/selfplay.md", "Alpha-Mini procedure"), ("sweep/sweep.md", "gamma x lambda sweep")):
@@ -409,7 +381,7 @@ Against stronger players, under the rules each policy trained on ({args.match_ga
 Bold: the rule set the policy trained under. King-capture rules end the game when a king is taken (a random
 player often leaves its king en prise, so greedy capture already wins most games); under checkmate rules the
 random player never moves into check, the game must end in mate, and most non-wins are draws (stalemate,
-repetition, insufficient material or the ply limit; `results.csv` has the counts).{pool_text}
+repetition, insufficient material or the ply limit; `results.csv` has the counts).
 
 ## Speed
 
@@ -443,7 +415,7 @@ def run_selfplay(args) -> int:
 
     out = os.path.join(args.out, "selfplay")
     rules = "kingcapture" if args.rules == "both" else args.rules
-    settings = dataclasses.replace(base_settings(args, rules, "white"), selfplay=False)
+    settings = base_settings(args, rules, "white")
     config = AlphaMiniConfig(steps=args.selfplay_steps, env_steps_per_policy=args.steps_per_policy, eps=args.eps,
                              eval_games=args.selfplay_games)
     measured = machine()

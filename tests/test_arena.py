@@ -296,3 +296,120 @@ def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, caps
                                                                   "az/agent"}
     pgn = (out / "games.pgn").read_text()
     assert pgn.count("[Event ") == 10 * 2 and "illegal" not in pgn.lower()
+
+
+# -- board games: the same arena, in lockstep -----------------------------------------------
+
+
+def first_column(game):
+    """A function ``position -> move``; in a board game the position is the game itself."""
+    return game.legal_actions()[0]
+
+
+def test_board_game_matches_score_by_the_rules():
+    from agents import CallableAgent
+
+    # the leftmost free column for both: columns 0, 1, 2 fill with alternating marks, and the first
+    # player's 10th stone, at the bottom of column 3, completes the bottom row's four
+    other = CallableAgent(first_column, "first column too")
+    match = play_match(first_column, other, "connect_four", 3, seats="first")
+    t = match.tally()
+    assert (t.wins, t.draws, t.losses, match.distinct) == (3, 0, 0, 1)
+    g = match.games[0]
+    assert (g.game, g.white, g.result, g.termination, g.plies, g.moves) == (
+        "connect_four", "first_column", "1-0", "win", 19, ("0",) * 6 + ("1",) * 6 + ("2",) * 6 + ("3",))
+    assert (g.start_fen, g.pgn) == (None, None) and match.row()["player moves"] == "first"
+    match = play_match(first_column, other, "connect_four", 3, seats="second")
+    t = match.tally()
+    assert (t.wins, t.losses) == (0, 3) and t.rate_interval("wins")[1] < 0.6
+    assert match.tally(color="first").games == 0 and match.tally(color="second").games == 3
+
+
+def test_board_game_records_replay_in_pettingzoo_to_the_same_result():
+    from agents.games import pettingzoo_env
+
+    for game in ("tictactoe", "connect_four"):
+        match = play_match(RandomAgent(1), RandomAgent(2), game, 30, names=("one", "two"))
+        assert [g.white for g in match.games] == ["one", "two"] * 15  # seats alternate by default
+        for g in match.games:
+            env = pettingzoo_env(game)  # PettingZoo's own rules, independent of ours
+            for move in g.moves:
+                assert not any(env.terminations.values())
+                env.step(int(move))
+            assert all(env.terminations.values())
+            first_reward = env.rewards[env.possible_agents[0]]
+            assert {1: "1-0", 0: "1/2-1/2", -1: "0-1"}[first_reward] == g.result
+            assert g.termination == ("draw" if first_reward == 0 else "win")
+        assert 10 < match.distinct <= 30  # random games rarely repeat
+
+
+def test_a_board_game_match_asks_each_player_once_a_round():
+    from agents.games import TicTacToe
+
+    class Counting(RandomAgent):
+        name, calls = "counting", 0
+
+        def act_batch(self, observations, action_masks, positions=None):
+            assert all(isinstance(p, TicTacToe) for p in positions)  # the games themselves (copies)
+            self.calls += 1
+            return super().act_batch(observations, action_masks, positions)
+
+    counting = Counting(1)
+    done = []
+    match = play_match(counting, RandomAgent(2), "tictactoe", 40, seats="first",
+                       progress=lambda record, n, total: done.append((n, total)))
+    assert match.tally().games == 40 and done == [(n, 40) for n in range(1, 41)]
+    assert counting.calls <= 5  # X moves at most 5 times: one batched call for all 40 games each time
+    counting.calls = 0
+    play_match(counting, RandomAgent(2), "tictactoe", 4, lockstep=False)  # one by one: act, never act_batch
+    assert counting.calls == 0
+
+
+def test_solvers_play_perfectly_in_the_arena():
+    from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe
+
+    table = solve_tictactoe()
+    a, b = TicTacToeSolver(table, seed=1), TicTacToeSolver(table, seed=2)
+    assert play_match(a, b, "tictactoe", 20, names=("a", "b")).tally().draws == 20  # perfect play draws
+    for seats in ("first", "second"):
+        assert play_match(a, RandomAgent(3), "tictactoe", 40, seats=seats).tally().losses == 0
+    pytest.importorskip("bitbully")
+    from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver
+
+    # Connect Four is a first-player win: the solver moving first wins every game
+    match = play_match(ConnectFourSolver(seed=0), ConnectFourAlphaBeta(2, seed=1), "connect_four", 2, seats="first")
+    assert match.tally().wins == 2
+
+
+def test_illegal_board_game_moves_raise_or_forfeit():
+    def bad(game):
+        return 9  # no square 9 in Tic-Tac-Toe
+
+    with pytest.raises(IllegalMoveError, match=r"bad \(second\) chose illegal action 9 in TicTacToe\("):
+        play_match(RandomAgent(0), bad, "tictactoe", 2, seats="first")
+    match = play_match(RandomAgent(0), bad, "tictactoe", 4, illegal="forfeit")
+    assert [g.termination for g in match.games] == [ILLEGAL_MOVE] * 4 and match.tally().wins == 4
+    with pytest.raises(ValueError, match="empty board"):
+        play_game(RandomAgent(0), bad, "tictactoe", ply_limit=3)
+
+
+def test_chess_in_lockstep_plays_the_games_one_by_one_would(tmp_path):
+    chess_pgn = pytest.importorskip("chess.pgn")
+
+    def lowest(position):
+        return position.legal_actions()[0]
+
+    def highest(position):
+        return position.legal_actions()[-1]
+
+    options = {"games": 4, "seed": 5, "opening_plies": 3, "ply_limit": 60}
+    one_by_one = play_match(lowest, highest, "chess", lockstep=False, **options)
+    lockstep = play_match(lowest, highest, "chess", lockstep=True, **options)
+    assert [g.pgn for g in lockstep.games] == [g.pgn for g in one_by_one.games]
+    path = tmp_path / "lockstep.pgn"
+    write_pgn(lockstep.games, str(path))
+    with open(path) as f:
+        for record in lockstep.games:
+            game = chess_pgn.read_game(f)  # python-chess replays every move by its own rules
+            assert not game.errors and [m.uci() for m in game.mainline_moves()] == list(record.moves)
+            assert game.end().board().fen().split()[:4] == record.final.split()[:4]

@@ -1,5 +1,6 @@
-"""The built-in PPO on the PettingZoo board games: the vector env, the linear policy head, exact masking,
-resume bit for bit, the saved agent, clear errors, and a short Tic-Tac-Toe run judged by the solver."""
+"""The built-in PPO on the PettingZoo board games (their task, agents/ppo/task.py): the vector env, the linear
+policy head, exact masking, resume bit for bit, the saved agent, clear errors, and a short Tic-Tac-Toe run
+judged by the solver."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ torch = pytest.importorskip("torch", reason="PPO needs torch: pip install -e '.[
 import agents  # noqa: E402
 from agents.games import BOARD_GAMES as GAMES  # noqa: E402
 from agents.games import new_game  # noqa: E402
-from agents.boardgame_judges import play_match, random_player, score_moves  # noqa: E402
+from agents.arena import play_match  # noqa: E402
+from agents.evaluation import score_moves  # noqa: E402
 from agents.games.tictactoe import solve_tictactoe  # noqa: E402
-from agents.boardgame_ppo import BoardGamePPOAgent, BoardGameVectorEnv, net_config_for  # noqa: E402
 from agents.ppo import native  # noqa: E402
+from agents.ppo.agent import PPOAgent  # noqa: E402
+from agents.ppo.boardgame_env import BoardGameVectorEnv  # noqa: E402
 from agents.ppo.common import PPOSettings, train_loop  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig  # noqa: E402
 from agents.ppo.selfplay import PAST_SELF, RANDOM  # noqa: E402
+from agents.ppo.task import BoardGameTask, task_for  # noqa: E402
 from agents.runs import checkpoint_dir, load_tensors  # noqa: E402
 
 
@@ -32,6 +36,11 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def net_config_for(game: str, channels: int = 8, conv_layers: int = 1, value_hidden: int = 16) -> PPONetConfig:
+    return task_for(PPOSettings(game=game, channels=channels, conv_layers=conv_layers,
+                                value_hidden=value_hidden)).net_config()
 
 
 def marks(observation: np.ndarray) -> tuple[int, int]:
@@ -44,7 +53,8 @@ def marks(observation: np.ndarray) -> tuple[int, int]:
 
 @pytest.mark.parametrize("game", ["tictactoe", "connect_four"])
 def test_vector_env_plays_whole_games_and_rewards_the_learner_by_the_winner(game):
-    envs = BoardGameVectorEnv(game, 16)
+    envs = task_for(PPOSettings(game=game, agent_color="random", num_envs=16)).make_envs()
+    assert isinstance(envs, BoardGameVectorEnv) and envs.random_share == 1.0  # no self-play: random only
     obs, _ = envs.reset(seed=0)
     rng = np.random.default_rng(0)
     seats, results, ended = set(), set(), 0
@@ -75,7 +85,7 @@ def test_vector_env_plays_whole_games_and_rewards_the_learner_by_the_winner(game
 
 def test_vector_env_fixed_seat_and_the_past_self_as_opponent():
     config = net_config_for("connect_four", channels=4, conv_layers=1, value_hidden=8)
-    envs = BoardGameVectorEnv("connect_four", 8, learner_seat="second", random_share=0.5, net_config=config)
+    envs = BoardGameVectorEnv("connect_four", 8, config, learner_seat="second", random_share=0.5)
     past = PPONet(config)
     with torch.no_grad():  # a past self that always wants column 3 while it is open
         past.policy_head[-1].bias.copy_(torch.tensor([0, 0, 0, 60.0, 0, 0, 0]))
@@ -94,7 +104,7 @@ def test_vector_env_fixed_seat_and_the_past_self_as_opponent():
     with pytest.raises(ValueError, match="not legal"):
         envs.step(np.full(8, 9))
     with pytest.raises(ValueError, match="learner_seat"):
-        BoardGameVectorEnv("tictactoe", 2, learner_seat="white")
+        BoardGameVectorEnv("tictactoe", 2, config, learner_seat="white")
 
 
 # -- the network and masking ----------------------------------------------------------------------
@@ -180,11 +190,11 @@ def test_the_saved_agent_loads_without_pickle_and_plays_legal_moves(tmp_path):
     native.train(settings, str(tmp_path / "run"), env_steps=256, eval_games=0, verbose=False)
     path = str(tmp_path / "run" / "agent")
     manifest = json.load(open(os.path.join(path, "agent.json")))
-    assert manifest["class"] == "agents.boardgame_ppo:BoardGamePPOAgent"
-    assert manifest["settings"] == {"game": "connect_four", "backend": "native"}
+    assert manifest["class"] == "agents.ppo.agent:PPOAgent"  # the one PPO agent, chess's too
+    assert manifest["settings"]["game"] == "connect_four" and manifest["settings"]["backend"] == "native"
     torch.load(os.path.join(path, "weights.pt"), weights_only=True)  # tensors and plain data only
     agent = agents.load(path)
-    assert isinstance(agent, BoardGamePPOAgent) and agent.net.config.policy_head == "linear"
+    assert isinstance(agent, PPOAgent) and agent.net.config.policy_head == "linear"
     # in PettingZoo's own env, from its observations
     pytest.importorskip("pettingzoo")
     from agents.games import pettingzoo_env
@@ -205,25 +215,74 @@ def test_the_saved_agent_loads_without_pickle_and_plays_legal_moves(tmp_path):
     legal = games[0].legal_actions()
     assert agent([games[0]])[0] == legal[int(logits[legal].argmax())]
     with pytest.raises(ValueError, match="does not fit tictactoe"):
-        BoardGamePPOAgent(agent.net, "tictactoe")
+        PPOAgent(agent.net, "tictactoe")
 
 
 def test_bad_game_names_and_settings_give_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown board game 'chess'; known: tictactoe, connect_four"):
         PPOSettings(game="chess")
     with pytest.raises(ValueError, match="unknown board game 'go'"):
-        BoardGameVectorEnv("go", 2)
+        BoardGameVectorEnv("go", 2, net_config_for("tictactoe"))
     with pytest.raises(ValueError, match="opponent and start are chess settings"):
         PPOSettings(game="tictactoe", start="random")
-    with pytest.raises(ValueError, match="native backend only, not sb3"):
+    with pytest.raises(ValueError, match="tictactoe trains with the native backend, not sb3"):
         train_loop(PPOSettings(game="tictactoe"), str(tmp_path / "r"), None, "sb3", env_steps=1)
     path = tmp_path / "agent"
-    BoardGamePPOAgent(PPONet(net_config_for("tictactoe", 4, 1, 8)), "tictactoe").save(str(path))
+    PPOAgent(PPONet(net_config_for("tictactoe", 4, 1, 8)), "tictactoe").save(str(path))
     manifest = json.load(open(path / "agent.json"))
-    manifest["settings"]["game"] = "chess"
+    manifest["settings"]["game"] = "go"
     (path / "agent.json").write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match="unknown board game 'chess'"):
+    with pytest.raises(ValueError, match="unknown game 'go'"):
         agents.load(str(path))
+    manifest["settings"]["game"] = "chess"  # a game, but not this network's
+    (path / "agent.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="does not fit chess"):
+        agents.load(str(path))
+
+
+def test_an_agent_saved_by_the_old_board_game_class_loads_as_the_one_ppo_agent(tmp_path):
+    """``agents.boardgame_ppo:BoardGamePPOAgent`` wrote ``{"game", "backend"}``: it plays as it did."""
+    torch.manual_seed(0)
+    net = PPONet(net_config_for("connect_four", 4, 1, 8))
+    path = tmp_path / "old"
+    PPOAgent(net, "connect_four", backend="native").save(str(path))
+    manifest = json.load(open(path / "agent.json"))
+    manifest["class"] = "agents.boardgame_ppo:BoardGamePPOAgent"
+    manifest["settings"] = {"game": "connect_four", "backend": "native"}
+    (path / "agent.json").write_text(json.dumps(manifest))
+    agent = agents.load(str(path))
+    assert isinstance(agent, PPOAgent) and agent.game == "connect_four" and agent.backend == "native"
+    games = positions_with_few_moves("connect_four", 20, seed=3) + [new_game("connect_four")]
+    with torch.no_grad():  # the most probable legal action of the network's own logits
+        logits = net.unmasked_logits(net.features(torch.from_numpy(np.stack([g.observation() for g in games]))))
+    expected = [max(g.legal_actions(), key=lambda a: logits[i, a].item()) for i, g in enumerate(games)]
+    assert agent(games).tolist() == expected
+
+
+def test_the_task_names_the_game_and_evaluates_each_seat_against_random():
+    task = task_for(PPOSettings(game="tictactoe", channels=4, conv_layers=1, value_hidden=8))
+    assert isinstance(task, BoardGameTask) and task.name == "tictactoe"
+    config = task.net_config()
+    assert (config.height, config.width, config.channels_in, config.num_actions) == (3, 3, 2, 9)
+    assert isinstance(task.agent(PPONet(config), "native"), PPOAgent)
+    table = solve_tictactoe()
+
+    class Perfect:  # the solver's best move: it never loses, in either seat
+        name = "perfect"
+
+        def act(self, observation, action_mask, position=None) -> int:
+            return max(table.move_values(position).items(), key=lambda kv: kv[1])[0]
+
+    row = task.evaluate_vs_random(Perfect(), games=200, seed=7)
+    assert row["losses_first"] == row["losses_second"] == 0 and row["win_rate_first"] > 0.9
+    # the random player against itself: the known rates of random Tic-Tac-Toe
+    agent = agents.RandomAgent(11)
+    row = task.evaluate_vs_random(agent, games=400, seed=7)
+    for seat in ("first", "second"):
+        assert row[f"win_low_{seat}"] <= row[f"win_rate_{seat}"] <= row[f"win_high_{seat}"]
+        assert row[f"win_rate_{seat}"] + row[f"draws_{seat}"] + row[f"losses_{seat}"] == pytest.approx(1.0)
+    assert row["win_low_first"] <= 0.585 <= row["win_high_first"]  # random vs random: 58.5% first-player wins
+    assert row["win_low_second"] <= 0.288 <= row["win_high_second"]  # and 28.8% second-player wins
 
 
 def test_the_experiment_writes_its_report(tmp_path):
@@ -267,9 +326,12 @@ def test_a_short_tictactoe_run_beats_the_random_players_baseline(tmp_path):
     positions = table.non_terminal()
     values = [table.move_values(g) for g in positions]
     trained = score_moves(positions, agent(positions), values)["value_preserving"]
-    baseline = score_moves(positions, random_player(0)(positions), values)["value_preserving"]
+    rng = np.random.default_rng(0)
+    baseline = score_moves(positions, [rng.choice(g.legal_actions()) for g in positions], values)["value_preserving"]
     assert trained > baseline + 0.05, (trained, baseline)  # 0.68 against 0.58 at seeds 0 and 1; SE about 0.007
     for first in (True, False):
-        ours = play_match("tictactoe", agent, random_player(5), 200, first)
-        theirs = play_match("tictactoe", random_player(4), random_player(5), 200, first)
+        seats = "first" if first else "second"
+        ours = play_match(agent, agents.RandomAgent(5), "tictactoe", 200, 1, seats=seats).tally()
+        theirs = play_match(agents.RandomAgent(4), agents.RandomAgent(5), "tictactoe", 200, 1, seats=seats,
+                            names=("random 4", "random 5")).tally()
         assert ours.losses == min(ours.losses, theirs.losses) and ours.wins > theirs.wins + 40, (ours, theirs)

@@ -101,3 +101,32 @@ def test_every_caller_reports_an_illegal_move_the_same_way():
     tb = Tablebase.build("3x3", white="KQ", black="k")  # small: built in a moment
     with pytest.raises(IllegalMoveError, match=r"cheater chose illegal action 0 in "):
         score_agent(Fixed(0, name="cheater"), tb, sample=5)
+
+
+def test_board_games_are_asked_the_same_way():
+    from agents.games import TicTacToe, play
+
+    game = play(TicTacToe, [0, 4])  # X in a corner, O in the centre
+    for answer in (8, np.int64(8), "8"):  # an action, or its Game.action_name
+        assert choose_action(Fixed(answer), game) == 8
+        assert choose_action(lambda g, a=answer: a, game) == 8
+    seen = []
+
+    class Batched:
+        name = "batched"
+
+        def act(self, observation, action_mask, position=None):
+            raise AssertionError("asked one at a time")
+
+        def act_batch(self, observations, masks, positions):
+            seen.append(len(positions))
+            # the game's own observation and mask, and a copy of the game
+            assert all(np.array_equal(o, game.observation()) and np.array_equal(m, game.legal_mask())
+                       and p is not game and p.board == game.board for o, m, p in zip(observations, masks, positions))
+            return [int(np.flatnonzero(m)[-1]) for m in masks]
+
+    assert choose_actions(Batched(), [game] * 5, batch=2) == [8] * 5 and seen == [2, 2, 1]
+    for answer, shown in ((0, "illegal action 0"), ("x", "'x'"), (None, "None")):
+        where = r".* TicTacToe\(X\.\./\.O\./\.\.\.\)"
+        with pytest.raises(IllegalMoveError, match=re.escape(f"bot chose {shown}") + where):
+            choose_action(Fixed(answer, name="bot"), game)

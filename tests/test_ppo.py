@@ -17,6 +17,7 @@ from agents import RandomAgent  # noqa: E402
 from agents.arena import play_game  # noqa: E402
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.ppo.task import task_for  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig, mask_logits  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
@@ -242,7 +243,7 @@ def _resumes_the_saved_policy(backend_class, settings, run: str) -> None:
     from agents.runs import checkpoint_dir, load_tensors
 
     saved = agents.load(os.path.join(run, "agent")).net.state_dict()
-    backend = backend_class(settings)
+    backend = backend_class(settings, task_for(settings))
     try:
         backend.restore(load_tensors(checkpoint_dir(run)))
         restored = backend.policy_net().state_dict()
@@ -323,8 +324,9 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     _resumes_the_saved_policy(sb3_train.SB3Backend, settings, run)
 
     # the last rollout: every stored action is legal under the stored mask
-    env = sb3_train.make_vec_env(settings)
-    model = sb3_train.make_model(settings, env)
+    task = task_for(settings)
+    env = sb3_train.SB3VecEnv(task.make_envs())
+    model = sb3_train.make_model(settings, task.net_config(), env)
     model.learn(settings.train_batch)
     buffer = model.rollout_buffer  # (flattened by training) every step of every game of the rollout
     obs = {k: v.reshape(-1, *env.observation_space[k].shape) for k, v in buffer.observations.items()}

@@ -117,17 +117,17 @@ def test_a_tiny_run_learns_and_resumes_to_the_same_state(tmp_path, monkeypatch, 
 
     import agents.supervised
 
-    evaluated = agents.supervised.evaluate
+    evaluated = agents.supervised.held_out_metrics
 
     def stop_in_epoch_3(net, data, settings, *args):  # a kill during epoch 3: epochs 1 and 2 are saved
         if os.path.exists(tmp_path / "split" / "metrics.csv") and len(metrics(tmp_path / "split")) == 2:
             raise KeyboardInterrupt
         return evaluated(net, data, settings, *args)
 
-    monkeypatch.setattr(agents.supervised, "evaluate", stop_in_epoch_3)
+    monkeypatch.setattr(agents.supervised, "held_out_metrics", stop_in_epoch_3)
     with pytest.raises(KeyboardInterrupt):
         train_supervised(str(tmp_path / "split"), settings, verbose=False)
-    monkeypatch.setattr(agents.supervised, "evaluate", evaluated)
+    monkeypatch.setattr(agents.supervised, "held_out_metrics", evaluated)
     with pytest.raises(ValueError, match="resume=True"):
         train_supervised(str(tmp_path / "split"), settings, verbose=False)
     with pytest.raises(ValueError, match="learning_rate"):

@@ -21,7 +21,7 @@ class AlphaZeroAgent(Agent):
     ``game`` is a chess variant (``history`` and ``last_move`` say what the network sees) or a board
     game. ``act`` needs the position of a chess variant (its observation may differ from the
     caller's); a board game is rebuilt from PettingZoo's observation, or passed as a
-    :class:`~agents.games.Game`. :meth:`act_games` is the batched player of the board-game judges.
+    :class:`~agents.games.Game` (as the arena passes it). :meth:`act_games` chooses for many games at once.
     """
 
     def __init__(self, net: PolicyValueNet, game: str, history: int = 1, last_move: bool = False,

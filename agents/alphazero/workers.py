@@ -164,7 +164,7 @@ class SelfPlayPool:
             self.workers[k] = self._actor_class.remote(self.make_player, self.settings)
             return
         ours, theirs = self._context.Pipe()
-        process = self._context.Process(target=serve, args=(theirs, self.make_player, self.settings), daemon=True,
+        process = self._context.Process(target=worker_loop, args=(theirs, self.make_player, self.settings), daemon=True,
                                         name=f"self-play worker {k}")
         process.start()
         theirs.close()  # only the worker holds its end now: its exit reads as EOF here
@@ -284,7 +284,7 @@ def _player(make_player: Callable, settings: dict):
     return make_player(settings)
 
 
-def serve(connection, make_player: Callable, settings: dict) -> None:
+def worker_loop(connection, make_player: Callable, settings: dict) -> None:
     """A local worker's loop: build the player, then answer ``(weights, job)`` messages with
     ``("ok", result)`` or ``("error", traceback)`` until ``None`` or the pool's end of the pipe closes.
     Ctrl-C is left to the pool's process, which stops the workers."""

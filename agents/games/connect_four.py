@@ -1,10 +1,10 @@
 """Connect Four (PettingZoo ``connect_four_v3``) as a :class:`~agents.games.Game`, and its judges.
 
-Action = column 0..6; the board's row 0 is the top. Judges: :class:`ConnectFourSolver`,
-the perfect solver ``bitbully`` (optional extra ``[games]``), and
-:class:`ConnectFourAlphaBeta`, a depth-limited alpha-beta on bitboards with a
-threat-counting heuristic; :func:`judged_sample`, the solver-judged positions
-the experiments score agents on.
+Action = column 0..6; the board's row 0 is the top. Judges, agents like any other
+(the arena plays them): :class:`ConnectFourSolver`, the perfect solver ``bitbully``
+(optional extra ``[games]``), and :class:`ConnectFourAlphaBeta`, a depth-limited
+alpha-beta on bitboards with a threat-counting heuristic; :func:`judged_sample`,
+the solver-judged positions the experiments score agents on.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from agents.base import Agent
 from agents.games.base import GridGame, winning_lines, zobrist_keys
 
 
@@ -140,15 +141,33 @@ def alpha_beta_values(game: ConnectFour, depth: int, exact: bool = False) -> dic
     return out
 
 
-class ConnectFourAlphaBeta:
+class ConnectFourJudge(Agent):
+    """A Connect Four agent choosing by :meth:`choose` on the game (``act``'s position, or the game
+    PettingZoo's observation shows), ties broken by its own generator, seeded (``reset(seed)`` reseeds)."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = random.Random(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        return self.choose(ConnectFour.from_observation(observation) if position is None else position)
+
+    def choose(self, game: ConnectFour) -> int:
+        raise NotImplementedError
+
+
+class ConnectFourAlphaBeta(ConnectFourJudge):
     """Depth-limited alpha-beta (negamax) with :func:`heuristic`; ties between the best columns
     broken at random (seeded), so that games against a deterministic player differ."""
 
     def __init__(self, depth: int = 4, seed: int = 0):
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
+        super().__init__(seed)
         self.depth = depth
-        self.rng = random.Random(seed)
         self.name = f"alpha-beta depth {depth}"
 
     def choose(self, game: ConnectFour) -> int:
@@ -156,11 +175,8 @@ class ConnectFourAlphaBeta:
         best = max(values.values())
         return self.rng.choice(sorted(c for c, v in values.items() if v == best))
 
-    def __call__(self, games: list) -> list[int]:
-        return [self.choose(g) for g in games]
 
-
-class ConnectFourSolver:
+class ConnectFourSolver(ConnectFourJudge):
     """bitbully (``pip install bitbully``, extra ``[games]``): exact move scores, and a perfect
     player that breaks ties between equally scored columns at random (seeded)."""
 
@@ -170,9 +186,9 @@ class ConnectFourSolver:
         except ImportError as exc:  # an optional extra
             raise ImportError("the Connect Four solver needs bitbully: pip install 'minichess-envs[games]' "
                               "(or pip install bitbully)") from exc
+        super().__init__(seed)
         self.bitbully = bitbully
         self.engine = bitbully.BitBully()
-        self.rng = random.Random(seed)
         self.name = "perfect solver (bitbully)"
 
     def board(self, game: ConnectFour):
@@ -195,9 +211,6 @@ class ConnectFourSolver:
         scores = self.scores(game)
         best = max(scores.values())
         return self.rng.choice(sorted(c for c, s in scores.items() if s == best))
-
-    def __call__(self, games: list) -> list[int]:
-        return [self.choose(g) for g in games]
 
 
 def sample_positions(count: int, seed: int = 0, depth: int = 2, epsilon: float = 0.3) -> list[ConnectFour]:

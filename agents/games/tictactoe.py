@@ -2,7 +2,8 @@
 
 Action = square index 0..8 of PettingZoo's board list (observation ``[r, c]`` is
 square ``3 r + c``). :func:`solve_tictactoe` is our own exhaustive minimax over
-every position reachable from the empty board (5,478 of them).
+every position reachable from the empty board (5,478 of them);
+:class:`TicTacToeSolver` plays by it, an agent like any other.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 
 import numpy as np
 
+from agents.base import Agent
 from agents.games.base import GridGame, terminal_value, winning_lines, zobrist_keys
 
 
@@ -90,3 +92,22 @@ def solve_tictactoe() -> TicTacToeTable:
     return TicTacToeTable(values, games)
 
 
+class TicTacToeSolver(Agent):
+    """A perfect player: a best move by the solved table (default: :func:`solve_tictactoe`), ties
+    broken at random by its own generator, seeded (``reset(seed)`` reseeds)."""
+
+    name = "perfect minimax"
+
+    def __init__(self, table: TicTacToeTable | None = None, seed: int = 0):
+        self.table = table or solve_tictactoe()
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        game = TicTacToe.from_observation(observation) if position is None else position
+        values = self.table.move_values(game)
+        best = max(values.values())
+        return int(self.rng.choice([a for a, v in values.items() if v == best]))

@@ -119,7 +119,7 @@ def bounded(fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
         sys.settrace(previous)
 
 
-class Game:
+class WebGame:
     """One game on the server: the position, who plays each side, and how it ended if it did."""
 
     def __init__(self, game_id: str, position: Position, players: tuple[str, str], agents: list[Agent | None],
@@ -258,7 +258,7 @@ class PlayServer:
         self.move_seconds = move_seconds
         self.pgn_seconds = pgn_seconds
         self.stopping = threading.Event()  # set when the server stops (see stop_all): all work in threads stops
-        self.games: dict[str, Game] = {}
+        self.games: dict[str, WebGame] = {}
         self._tablebase = None
         self._tablebase_lock = threading.Lock()
         self._analysers: dict[str, tuple[Agent, threading.Lock]] = {}
@@ -330,7 +330,7 @@ class PlayServer:
             return name
         return HUMAN if name.strip().lower() == HUMAN else parse_spec(name)
 
-    def analyser(self, name: str, game: Game) -> tuple[Agent, threading.Lock] | None:
+    def analyser(self, name: str, game: WebGame) -> tuple[Agent, threading.Lock] | None:
         """The agent whose search the analysis shows: ``name`` (a player or saved agent), else a player that can."""
         for colour, player in enumerate(game.players):
             if game.agents[colour] is not None and hasattr(game.agents[colour], "analyse") and name in (None, player):
@@ -358,7 +358,7 @@ class PlayServer:
 
     # -- games ---------------------------------------------------------------------
 
-    def game(self, request: Request) -> Game:
+    def game(self, request: Request) -> WebGame:
         game = self.games.get(request.path_params["id"])
         if game is None:
             raise HTTPException(404, f"no game {request.path_params['id']!r} (this server keeps "
@@ -384,15 +384,15 @@ class PlayServer:
         return tuple(names), agents
 
     def make_game(self, position: Position, players: tuple[str, str], agents: list[Agent | None],
-                  headers: dict | None = None, names: tuple[str, str] | None = None) -> Game:
+                  headers: dict | None = None, names: tuple[str, str] | None = None) -> WebGame:
         """A new game, not yet registered (replaying a long PGN's moves takes a while: a worker thread)."""
         v = position.variant
         if names is None:
             names = tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
         limit = v.ply_limit if self.ply_limit is None else min(self.ply_limit, v.ply_limit)
-        return Game(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
+        return WebGame(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
 
-    async def add(self, game: Game) -> Game:
+    async def add(self, game: WebGame) -> WebGame:
         """Register ``game``, dropping the least recently used idle games beyond ``max_games``.
 
         On the event loop, where alone the games dict changes; games are closed in
@@ -472,7 +472,7 @@ class PlayServer:
             state["pgn_result"] = result  # e.g. a resignation: shown, the game stays playable
         return JSONResponse(state, status_code=201)
 
-    def read_first_game(self, text: str) -> tuple[tuple[Game | None, str], PgnStats]:
+    def read_first_game(self, text: str) -> tuple[tuple[WebGame | None, str], PgnStats]:
         """``((game, its Result tag), stats)`` for the first good game in PGN ``text``; the game is not registered."""
         stats = PgnStats()
         loaded = next(read_pgn(io.StringIO(text), stats=stats), None)
@@ -524,7 +524,7 @@ class PlayServer:
         game.push(move)
         return JSONResponse(game.state())
 
-    def _check_turn(self, game: Game, human: bool) -> None:
+    def _check_turn(self, game: WebGame, human: bool) -> None:
         if game.busy:
             raise HTTPException(409, "an agent is thinking about its move in this game")
         result, termination = game.status()

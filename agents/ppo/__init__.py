@@ -1,11 +1,13 @@
 """PPO with GAE on our envs, built in, through RLlib and through stable-baselines3, with exact action masking.
 
 Modules, in reading order: ``network`` (the actor-critic in plain torch),
-``common`` (settings, evaluation, the training loop every backend runs in),
+``task`` (what depends on the game: env, network spec, saved agent, evaluation),
+``common`` (settings and the training loop every backend runs in),
 ``native`` (the built-in PPO: the whole algorithm in one file),
-``selfplay`` (its pool of past selves), ``rllib_module`` and ``rllib_train``
+``selfplay`` (its pool of past selves) and ``boardgame_env`` (the board games'
+vector env), ``rllib_module`` and ``rllib_train``
 (RLlib configs, the Alpha-Mini procedure, Tune), ``sb3_train`` (sb3-contrib
-MaskablePPO), ``agent`` (trained policies as agents). Playing a saved policy
+MaskablePPO), ``agent`` (trained policies as agents, one class for every game). Playing a saved policy
 and the built-in PPO need only torch; the library backends need
 ``pip install -e ".[rllib]"`` or ``".[sb3]"``.
 
@@ -24,8 +26,10 @@ _EXPORTS = {
     "PPONetConfig": "agents.ppo.network",
     "PPOSettings": "agents.ppo.common",
     "NativeBackend": "agents.ppo.native",
+    "Task": "agents.ppo.task",
+    "task_for": "agents.ppo.task",
     "OpponentPool": "agents.ppo.selfplay",
-    "SelfPlayVectorEnv": "agents.ppo.selfplay",
+    "BoardGameVectorEnv": "agents.ppo.boardgame_env",
     "MaskedPPOModule": "agents.ppo.rllib_module",  # needs ray
     "single_agent_config": "agents.ppo.rllib_train",  # needs ray
     "multi_agent_config": "agents.ppo.rllib_train",  # needs ray

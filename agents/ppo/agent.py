@@ -13,7 +13,8 @@ import os
 import numpy as np
 import torch
 
-from agents.base import Agent, check_settings, read_manifest, write_manifest
+from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
+from agents.games import BOARD_GAMES, ChessGame, Game, new_game
 from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
 from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
@@ -21,25 +22,29 @@ from minichess_envs.variants import get_variant
 
 
 class PPOAgent(Agent):
-    """A PPO policy network: its most probable legal action, or a sample from it (``sample=True``).
+    """A PPO policy network for any game: its most probable legal action, or a sample from it (``sample=True``).
 
-    Observations must use the encoding the network was trained on (``history``,
-    ``last_move``); when a caller's observation has another shape and the
-    position is given, the agent encodes the position itself.
+    ``game`` is a chess variant (``history`` and ``last_move`` say what the network sees) or a board
+    game (:data:`agents.games.BOARD_GAMES`, PettingZoo's planes). Observations must be the ones the
+    network was trained on; when a caller's observation has another shape and the position is given
+    (a chess position or a :class:`~agents.games.Game`), the agent encodes it itself.
+    :meth:`act_games` (and calling the agent) is the batched player of the board-game judges.
     """
 
     name = "ppo"
 
-    def __init__(self, net: PPONet, variant: str, history: int = 1, last_move: bool = True, *,
+    def __init__(self, net: PPONet, game: str, history: int = 1, last_move: bool = True, *,
                  sample: bool = False, seed: int | None = None, name: str = "ppo", backend: str = "rllib"):
         self.net = net.eval()
-        self.variant = get_variant(variant)
-        self.encoding = ObservationEncoding(self.variant, history, last_move)
-        if net.config.num_actions != self.variant.num_actions or (net.config.height, net.config.width,
-                                                                  net.config.channels_in) != self.encoding.shape:
-            raise ValueError(f"network for {net.config.height}x{net.config.width}x{net.config.channels_in} planes "
-                             f"and {net.config.num_actions} actions does not fit {self.variant.name} with "
-                             f"observations {self.encoding.shape}")
+        self.game, self.history, self.last_move = game, history, last_move
+        probe = new_game(game) if game in BOARD_GAMES else new_game(game, history=history, last_move=last_move)
+        self.encoding = getattr(probe, "encoding", None)  # chess variants: the observation encoding
+        self.variant = probe.position.variant if isinstance(probe, ChessGame) else None
+        self.shape = probe.observation_shape
+        c = net.config
+        if (c.height, c.width, c.channels_in, c.num_actions) != (*self.shape, probe.num_actions):
+            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
+                             f"does not fit {game} with observations {self.shape} and {probe.num_actions} actions")
         self.sample = sample
         self.seed = seed
         self.rng = torch.Generator().manual_seed(0 if seed is None else seed)
@@ -51,7 +56,7 @@ class PPOAgent(Agent):
             self.rng.manual_seed(seed)
 
     def act(self, observation, action_mask, position=None) -> int:
-        return int(self.act_batch(observation[None], np.asarray(action_mask)[None],
+        return int(self.act_batch(np.asarray(observation)[None], np.asarray(action_mask)[None],
                                   None if position is None else [position])[0])
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
@@ -62,6 +67,12 @@ class PPOAgent(Agent):
             logits, _ = self.net(torch.as_tensor(observations, dtype=torch.float32), torch.as_tensor(action_masks))
         return torch.multinomial(torch.softmax(logits, -1), 1, generator=self.rng).squeeze(1).numpy()
 
+    def act_games(self, games) -> np.ndarray:
+        """The chosen action in each :class:`~agents.games.Game` (one network call for all)."""
+        return self.act_batch(np.stack([g.observation() for g in games]), np.stack([g.legal_mask() for g in games]))
+
+    __call__ = act_games
+
     def values(self, observations, action_masks) -> np.ndarray:
         """The value head: the learner's expected (discounted, shaped) return from each observation."""
         with torch.inference_mode():
@@ -70,28 +81,35 @@ class PPOAgent(Agent):
 
     def _observations(self, observations, positions):
         observations = np.asarray(observations) if observations is not None else None
-        if observations is not None and observations.shape[1:] == self.encoding.shape:
+        if observations is not None and observations.shape[1:] == self.shape:
             return observations
         if positions is None:
             shape = None if observations is None else observations.shape[1:]
-            raise ValueError(f"{self.name}: observations of shape {shape} are not the {self.encoding.shape} "
+            raise ValueError(f"{self.name}: observations of shape {shape} are not the {self.shape} "
                              "planes this network reads; pass the positions to have them encoded")
-        return np.stack([self.encoding.encode(p) for p in positions])
+        return np.stack([p.observation() if isinstance(p, Game) else self.encoding.encode(p) for p in positions])
 
     def save(self, path: str) -> None:
         save_network(path, self.net)
-        write_manifest(path, self, variant=self.variant.name, history=self.encoding.history,
-                       last_move=self.encoding.last_move, sample=self.sample, seed=self.seed, backend=self.backend)
+        write_manifest(path, self, game=self.game, history=self.history, last_move=self.last_move,
+                       sample=self.sample, seed=self.seed, backend=self.backend)
 
     @classmethod
     def load(cls, path: str, sample: bool | None = None) -> PPOAgent:
         manifest = read_manifest(path)
-        settings = check_settings(path, manifest["settings"], {"variant": str, "history": int, "last_move": bool},
-                                  {"sample": bool, "seed": (int, None), "backend": str})
+        settings = dict(manifest["settings"])
+        if "variant" in settings:  # chess policies saved before board games shared this class
+            settings["game"] = settings.pop("variant")
+        settings = check_settings(path, settings, {"game": str},
+                                  {"history": int, "last_move": bool, "sample": bool, "seed": (int, None),
+                                   "backend": str}, bounds={"history": (1, 64)})
         net = load_network(path, PPONet, PPONetConfig, "PPO")
-        return cls(net, settings["variant"], settings["history"], settings["last_move"],
-                   sample=settings.get("sample", False) if sample is None else sample, seed=settings.get("seed"),
-                   name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
+        try:
+            return cls(net, settings["game"], settings.get("history", 1), settings.get("last_move", True),
+                       sample=settings.get("sample", False) if sample is None else sample, seed=settings.get("seed"),
+                       name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
+        except ValueError as exc:
+            raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
 
 
 class EpsilonRandomAgent(Agent):

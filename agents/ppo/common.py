@@ -1,8 +1,9 @@
-"""What the PPO backends share (built-in, RLlib, stable-baselines3): settings, opponents, evaluation, the loop.
+"""What the PPO backends share (built-in, RLlib, stable-baselines3): the settings and the training loop.
 
-A run trains on a chess ``variant``, or (built-in backend only) on a PettingZoo board game when
-``PPOSettings.game`` names one: then the env, the network's policy head, the evaluation and the saved
-agent come from :mod:`agents.boardgame_ppo`, and the loop is the same.
+A run trains on a chess ``variant``, or on a board game when ``PPOSettings.game`` names one. What
+depends on the game (the env, the network's spec, the saved agent, the evaluation) is the run's
+:class:`~agents.ppo.task.Task`, built once from the settings (:func:`~agents.ppo.task.task_for`);
+the loop and the backends ask it, never the game.
 
 A run directory is :mod:`agents.runs`'s (``checkpoint/``, ``metrics.csv``,
 ``tensorboard/``) plus ``agent/``, the policy as a
@@ -19,11 +20,10 @@ import time
 
 import numpy as np
 
-from agents.evaluation import versus_random
-from agents.ppo.agent import EpsilonRandomAgent, PPOAgent
+from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
+from agents.ppo.task import Task, task_for
 from agents.runs import Run, RunState
-from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.env import MATERIAL_SCALE
 from minichess_envs.variants import get_variant
 
@@ -41,7 +41,7 @@ class PPOSettings:
     """
 
     variant: str = "gardner-kingcapture"
-    # a board game ("tictactoe", "connect_four") instead of the variant: the native backend only; the
+    # a board game ("tictactoe", "connect_four") instead of the variant (agents.ppo.task.BoardGameTask): the
     # reward is the game's result, agent_color is the learner's seat ("white": first, "black": second)
     game: str | None = None
     agent_color: str = "white"  # "white", "black" or "random"
@@ -52,7 +52,7 @@ class PPOSettings:
     opponent: str | None = None  # a saved agent's directory; None: the env's random player
     opponent_eps: float = 0.0  # with an opponent: probability that it plays a random move instead
     init_from: str | None = None  # a saved PPO agent whose weights start the policy (else random init)
-    # self-play (native backend): a pool of past selves, see agents/ppo/selfplay.py
+    # self-play (native backend, board games): a pool of past selves, see agents/ppo/selfplay.py
     selfplay: bool = False
     selfplay_random: float = 0.2  # probability that a game is against the random player instead
     pool_every: int = 5  # a snapshot of the learner joins the pool every pool_every iterations
@@ -72,7 +72,6 @@ class PPOSettings:
     # sampling
     num_envs: int = 32  # games stepped together (one batched forward pass)
     env_runners: int = 0  # RLlib remote EnvRunners (0: sample in this process)
-    vectorize: str = "native"  # "native": our C-stepped vector env; "sync": gymnasium's SyncVectorEnv
     # network (agents.ppo.network.PPONetConfig)
     channels: int = 32
     conv_layers: int = 3
@@ -82,17 +81,9 @@ class PPOSettings:
 
     def __post_init__(self):
         get_variant(self.variant)  # an unknown name fails here, with the catalogue listed
-        if self.game is not None:
-            from agents.boardgame_ppo import check_game
-
-            check_game(self.game)  # an unknown name fails here, with the known games listed
-            if self.opponent is not None or self.start != "default":
-                raise ValueError(f"a {self.game} run plays from the empty board against the random player or "
-                                 "(selfplay) its past selves: opponent and start are chess settings")
         checks = {
             "agent_color": self.agent_color in ("white", "black", "random"),
             "reward": self.reward in ("outcome", "material"),
-            "vectorize": self.vectorize in ("native", "sync"),
             "gamma": 0.0 <= self.gamma <= 1.0,
             "lambda_": 0.0 <= self.lambda_ <= 1.0,
             "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
@@ -107,14 +98,13 @@ class PPOSettings:
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
             raise ValueError("bad PPO settings: " + ", ".join(f"{n}={getattr(self, n)!r}" for n in bad))
-        if self.selfplay and self.opponent is not None:
-            raise ValueError("selfplay plays the pool of past selves: give no opponent with it")
         if self.minibatch > self.train_batch:
             raise ValueError(f"minibatch ({self.minibatch}) is larger than train_batch ({self.train_batch})")
         for name in ("opponent", "init_from"):
             path = getattr(self, name)
             if path is not None and not os.path.exists(os.path.join(path, "agent.json")):
                 raise ValueError(f"{name} {path!r} is not a saved agent (no agent.json there)")
+        task_for(self)  # what the game refuses (an unknown board game, chess settings on one...) fails here
 
     @classmethod
     def from_dict(cls, d: dict) -> PPOSettings:
@@ -123,95 +113,30 @@ class PPOSettings:
             raise ValueError(f"unknown PPO settings {sorted(unknown)}")
         return cls(**d)
 
-    def env_kwargs(self) -> dict:
-        """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` (the opponent is built separately).
-
-        ``illegal_action="raise"``: the masked policies never choose an illegal
-        action, so one is a bug to surface, not a loss to learn from.
-        """
-        return {"variant": self.variant, "agent_color": self.agent_color, "reward": self.reward, "start": self.start,
-                "material_scale": self.material_scale, "illegal_action": "raise"}
-
-    def net_config(self) -> PPONetConfig:
-        if self.game is not None:
-            from agents.boardgame_ppo import net_config_for
-
-            return net_config_for(self.game, self.channels, self.conv_layers, self.value_hidden)
-        variant = get_variant(self.variant)
-        encoding = ObservationEncoding(variant)
-        return PPONetConfig.for_variant(variant, encoding.num_channels, channels=self.channels,
-                                        conv_layers=self.conv_layers, value_hidden=self.value_hidden)
-
-    @property
-    def task(self) -> str:
-        """What the run plays: the board game, else the chess variant."""
-        return self.game or self.variant
-
     def eval_colors(self) -> list[str]:
         return ["white", "black"] if self.agent_color == "random" else [self.agent_color]
 
 
-def make_opponent(settings: PPOSettings, seed: int = 0):
-    """The opponent of the single-agent env: ``None`` (random player) or the saved agent, eps-mixed."""
-    if settings.opponent is None:
-        return None
-    from agents import load
-
-    inner = load(settings.opponent)
-    if settings.opponent_eps > 0:
-        return EpsilonRandomAgent(inner, settings.opponent_eps, seed=seed)
-    return inner
-
-
-def initial_weights(settings: PPOSettings) -> dict | None:
+def initial_weights(settings: PPOSettings, task: Task | None = None) -> dict | None:
     """The state dict of ``settings.init_from`` (a saved :class:`PPOAgent` of the same shape), or ``None``."""
     if settings.init_from is None:
         return None
-    if settings.game is not None:
-        from agents.boardgame_ppo import BoardGamePPOAgent
-
-        agent = BoardGamePPOAgent.load(settings.init_from)
-    else:
-        agent = PPOAgent.load(settings.init_from)
-    if agent.net.config != settings.net_config():
+    task = task or task_for(settings)
+    agent = PPOAgent.load(settings.init_from)
+    if agent.net.config != task.net_config():
         raise ValueError(f"init_from {settings.init_from!r} has network {agent.net.config}, "
-                         f"the settings ask for {settings.net_config()}")
+                         f"the settings ask for {task.net_config()}")
     return agent.net.state_dict()
 
 
-def make_agent(net: PPONet, settings: PPOSettings, backend: str, name: str = "ppo"):
-    """The saved form of a policy: a :class:`PPOAgent`, or for a board game a ``BoardGamePPOAgent``."""
-    if settings.game is not None:
-        from agents.boardgame_ppo import BoardGamePPOAgent
-
-        return BoardGamePPOAgent(net, settings.game, name=name, backend=backend)
-    return PPOAgent(net, settings.variant, 1, True, name=name, backend=backend)
-
-
-def net_from_weights(settings: PPOSettings, state_dict: dict, prefix: str = "") -> PPONet:
+def net_from_weights(config: PPONetConfig, state_dict: dict, prefix: str = "") -> PPONet:
     """A :class:`PPONet` from a backend's weights, keys optionally under ``prefix`` (numpy or torch values)."""
     import torch
 
-    net = PPONet(settings.net_config())
+    net = PPONet(config)
     weights = {k[len(prefix):]: torch.as_tensor(np.asarray(v)) for k, v in state_dict.items() if k.startswith(prefix)}
     net.load_state_dict(weights)
     return net
-
-
-def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, colors: list[str] | None = None) -> dict:
-    """Win rates against the random player, per color (``versus_random``; deterministic agent); for a board
-    game per seat, ``first`` and ``second`` (``agents.boardgame_ppo.evaluate``)."""
-    if settings.game is not None:
-        from agents.boardgame_ppo import evaluate as evaluate_game
-
-        return evaluate_game(agent, settings.game, games, seed)
-    row = {}
-    for color in colors or settings.eval_colors():
-        match = versus_random(agent, settings.variant, games=games, color=color, seed=seed)
-        lo, hi = match.win_interval
-        row.update({f"win_rate_{color}": match.win_rate, f"win_low_{color}": lo, f"win_high_{color}": hi,
-                    f"draws_{color}": match.draws / match.games, f"losses_{color}": match.losses / match.games})
-    return row
 
 
 # -- the training loop the backends share ------------------------------------------------------------
@@ -219,7 +144,7 @@ def evaluate(agent, settings: PPOSettings, games: int, seed: int = 10_000, color
 
 class Backend:
     """One PPO implementation inside :func:`train_loop` (``native.NativeBackend``, ``rllib_train.RLlibBackend``,
-    ``sb3_train.SB3Backend``)."""
+    ``sb3_train.SB3Backend``), built as ``Backend(settings, task)``."""
 
     kind = "backend"  # the run kind in the checkpoint: "native", "rllib" or "sb3"
 
@@ -265,43 +190,40 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
                resume: bool = False, verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
     """Train (or resume) a single-agent PPO run until the budget is spent; returns the final :class:`RunState`.
 
-    ``make_backend(settings)`` builds the library's :class:`Backend`. After every iteration the
+    ``make_backend(settings, task)`` builds the library's :class:`Backend` for the run's task. After every iteration the
     deterministic policy plays ``eval_games`` games per color against the random player (every
     ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv``
     and TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
     """
     budget = Budget(env_steps, minutes)
-    if settings.selfplay and kind != "native":
-        raise ValueError(f"selfplay (a pool of past selves) is the native backend's; {kind} trains against "
-                         "the random player or a saved opponent (the Alpha-Mini procedure: --selfplay)")
-    if settings.game is not None and kind != "native":
-        raise ValueError(f"board games ({settings.game}) train with the native backend only, not {kind}")
+    task = task_for(settings)
+    task.check_backend(kind)
     if settings.draw_reward and kind != "native":
         raise ValueError(f"draw_reward is a shaping option of the native backend; {kind} takes the env's rewards")
     run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, backend = run.state, None
     if budget.env_steps is not None:
-        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {settings.task} {settings.agent_color}",
+        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {task.name} {settings.agent_color}",
                                 unit="step", done=state.env_steps)
     else:
-        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {settings.task}", unit="s",
+        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {task.name}", unit="s",
                                 done=int(state.elapsed_s))
     try:
-        backend = make_backend(settings)
+        backend = make_backend(settings, task)
         if run.resumed:
             backend.restore(run.tensors())
         elif settings.init_from is not None:
-            backend.initialize(initial_weights(settings))
+            backend.initialize(initial_weights(settings, task))
         while not budget.spent(state.env_steps, run.elapsed()):
             row = backend.iterate()
             state.iteration += 1
             state.env_steps += row["iteration_env_steps"]
             row = {"iteration": state.iteration, "env_steps": state.env_steps, **row}
-            agent = make_agent(backend.policy_net(), settings, kind)
+            agent = task.agent(backend.policy_net(), kind)
             last = budget.spent(state.env_steps, run.elapsed())
             if eval_games and (state.iteration % eval_every == 0 or last):
                 t = time.perf_counter()
-                row.update(evaluate(agent, settings, eval_games, eval_seed))
+                row.update(task.evaluate_vs_random(agent, eval_games, eval_seed))
                 row["eval_s"] = time.perf_counter() - t
             t = time.perf_counter()
             run.save(row, backend.state())

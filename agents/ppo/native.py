@@ -2,9 +2,9 @@
 
 1. Settings: :class:`~agents.ppo.common.PPOSettings` (the same as the RLlib and SB3 backends).
 2. Environments: ``num_envs`` games stepped together, the learner's move and the opponent's reply in
-   one env step: our C-stepped vector env (``gym.make_vec``) against the random player or a saved
-   agent, or :class:`~agents.ppo.selfplay.SelfPlayVectorEnv` against a pool of past selves; for a
-   board game (``settings.game``) :class:`~agents.boardgame_ppo.BoardGameVectorEnv`.
+   one env step, from the run's :class:`~agents.ppo.task.Task` (chess: our C-stepped vector env against
+   the random player or a saved agent; a board game: against the random player or, in self-play, a
+   past self drawn each iteration from the :class:`~agents.ppo.selfplay.OpponentPool`).
 3. Rollout: ``train_batch / num_envs`` steps of every game, actions sampled from the masked policy.
 4. GAE: advantages and returns, terminal and truncated endings told apart.
 5. Update: ``epochs`` passes of shuffled minibatches; clipped policy loss, clipped value loss,
@@ -31,33 +31,17 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
+from agents.ppo.common import Backend, PPOSettings, train_loop
 from agents.ppo.network import PPONet, mask_logits
-from agents.ppo.selfplay import KINDS, OpponentPool, SelfPlayVectorEnv
+from agents.ppo.selfplay import KINDS, OpponentPool
+from agents.ppo.task import Task
 from agents.runs import RunState
-from minichess_envs.variants import get_variant
 
-# -- 2. environments --------------------------------------------------------------------------------
-
-
-def make_envs(settings: PPOSettings):
-    """The games of a run: against the pool of past selves (``selfplay``), else the vector env's opponent;
-    a board game's (``settings.game``) from :mod:`agents.boardgame_ppo`."""
-    if settings.game is not None:
-        from agents.boardgame_ppo import make_envs as make_game_envs
-
-        return make_game_envs(settings)
-    if settings.selfplay:
-        return SelfPlayVectorEnv(settings.num_envs, net_config=settings.net_config(),
-                                 random_share=settings.selfplay_random, **settings.env_kwargs())
-    return gym.make_vec(get_variant(settings.variant).gym_id, num_envs=settings.num_envs,
-                        vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
-                        opponent=make_opponent(settings, seed=settings.seed + 1), **settings.env_kwargs())
+# -- 2. environments: the task's (Task.make_envs), reset with fresh seeds every iteration ---------------
 
 
 def iteration_seed(settings: PPOSettings, iteration: int) -> int:
@@ -151,7 +135,7 @@ def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator
             r.actions[t], r.log_probs[t], r.values[t] = sample_actions(net, obs, generator)
             obs, rewards, terminated, truncated, infos = envs.step(r.actions[t].numpy())
             # An ended game's info: under final_info in Gymnasium's same-step layout (our vector env), at the
-            # top level in SelfPlayVectorEnv's.
+            # top level in the board games' (BoardGameVectorEnv).
             end = infos.get("final_info", infos)
             if draw_reward and terminated.any():
                 drawn = terminated & np.array([w is None for w in end.get("winner", [None] * n)])
@@ -264,16 +248,16 @@ class NativeBackend(Backend):
 
     kind = "native"
 
-    def __init__(self, settings: PPOSettings):
+    def __init__(self, settings: PPOSettings, task: Task):
         if settings.train_batch % settings.num_envs:
             raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
                              f"({settings.num_envs}): every game plays train_batch / num_envs steps")
         torch.set_num_threads(settings.threads)
-        self.settings = settings
+        self.settings, self.net_config = settings, task.net_config()
         torch.manual_seed(settings.seed)  # the initial weights
-        self.net = PPONet(settings.net_config())
+        self.net = PPONet(self.net_config)
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=settings.lr, eps=1e-5)
-        self.envs = make_envs(settings)
+        self.envs = task.make_envs()
         self.pool = OpponentPool(settings.pool_size, settings.pool_sampling) if settings.selfplay else None
         self.iteration = 0
 
@@ -328,7 +312,7 @@ class NativeBackend(Backend):
         return {"pool_size": len(self.pool.snapshots), "past_self_iteration": iteration}
 
     def policy_net(self) -> PPONet:
-        net = PPONet(self.settings.net_config())
+        net = PPONet(self.net_config)
         net.load_state_dict(self.net.state_dict())
         return net.eval()
 

@@ -29,17 +29,8 @@ import warnings
 import torch
 
 from agents.ppo.agent import PPOAgent
-from agents.ppo.common import (
-    AGENT,
-    Backend,
-    PPOSettings,
-    evaluate,
-    make_opponent,
-    net_from_weights,
-    numpy_to_torch,
-    torch_to_numpy,
-    train_loop,
-)
+from agents.ppo.common import AGENT, Backend, PPOSettings, net_from_weights, numpy_to_torch, torch_to_numpy, train_loop
+from agents.ppo.task import Task, make_opponent, task_for
 from agents.runs import RunState, read_json, write_csv, write_json
 
 SINGLE_ENV = "minichess-single"  # names under which the env creators are registered with Ray Tune
@@ -55,7 +46,8 @@ def make_single_env(config: dict):
     """RLlib env creator: ``MiniChessVectorEnv`` of ``num_envs`` games when RLlib asks for a vector env
     (``gym_env_vectorize_mode="vector_entry_point"``), else one ``MiniChessEnv``.
 
-    ``config``: :meth:`PPOSettings.env_kwargs` plus ``opponent``, ``opponent_eps``, ``opponent_seed``.
+    ``config``: :meth:`ChessTask.env_kwargs <agents.ppo.task.ChessTask.env_kwargs>` plus ``opponent``,
+    ``opponent_eps``, ``opponent_seed``.
     """
     from minichess_envs.env import MiniChessEnv
     from minichess_envs.vector import MiniChessVectorEnv
@@ -142,34 +134,23 @@ def _module_spec(s: PPOSettings):
 
 
 def single_agent_config(s: PPOSettings):
-    """``PPOConfig`` for the learner against the random player (or ``s.opponent``) on our single-agent env."""
+    """``PPOConfig`` for the learner against the random player (or ``s.opponent``) on our single-agent env,
+    sampled through the C-stepped vector env (RLlib calls our creator with ``num_envs``)."""
     from ray.rllib.algorithms.ppo import PPOConfig
 
+    task = task_for(s)
+    task.check_backend("rllib")
     register_envs()
-    env_config = {**s.env_kwargs(), "opponent": s.opponent, "opponent_eps": s.opponent_eps,
+    env_config = {**task.env_kwargs(), "opponent": s.opponent, "opponent_eps": s.opponent_eps,
                   "opponent_seed": s.seed + 1}
-    if s.vectorize == "native":  # RLlib calls our creator with num_envs: the C-stepped vector env
-        env, mode = SINGLE_ENV, "vector_entry_point"
-    else:  # gymnasium's SyncVectorEnv over single envs, for comparison (random opponent only)
-        if s.opponent is not None:
-            raise ValueError("vectorize='sync' is for the random opponent; use 'native' with an opponent")
-        env, mode = _gym_id(s.variant), "sync"
-        env_config = s.env_kwargs()
-        env_config.pop("variant")
     return (PPOConfig()
-            .environment(env, env_config=env_config)
+            .environment(SINGLE_ENV, env_config=env_config)
             .env_runners(num_env_runners=s.env_runners, num_envs_per_env_runner=s.num_envs,
-                         gym_env_vectorize_mode=mode, env_runner_cls=timed_env_runner_class())
+                         gym_env_vectorize_mode="vector_entry_point", env_runner_cls=timed_env_runner_class())
             .learners(num_learners=0)
             .training(**_training_kwargs(s))
             .rl_module(rl_module_spec=_module_spec(s))
             .debugging(seed=s.seed, log_level="ERROR"))
-
-
-def _gym_id(variant: str) -> str:
-    from minichess_envs.variants import get_variant
-
-    return get_variant(variant).gym_id
 
 
 def agent_to_module(agent_id, episode=None, **kwargs):
@@ -226,7 +207,7 @@ def build(s: PPOSettings, multi_agent: bool = False):
 def policy_net(algo, s: PPOSettings, module_id: str = DEFAULT_MODULE):
     """A plain-torch copy of a module's current weights, taken from the learner."""
     weights = algo.learner_group.get_weights(module_ids=[module_id])[module_id]
-    return net_from_weights(s, weights, prefix="net.")
+    return net_from_weights(task_for(s).net_config(), weights, prefix="net.")
 
 
 def set_policy_weights(algo, state_dict: dict, module_id: str = DEFAULT_MODULE) -> None:
@@ -267,7 +248,7 @@ class RLlibBackend(Backend):
 
     kind = "rllib"
 
-    def __init__(self, settings: PPOSettings):
+    def __init__(self, settings: PPOSettings, task: Task):
         self.settings = settings
         self.algo = build(settings)
 
@@ -381,7 +362,7 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
             done = read_json(done_file)
             agent = PPOAgent.load(os.path.join(sub, AGENT))
             row.update({f"{color}_{key}": value for key, value in
-                        evaluate(agent, s, config.eval_games, colors=[color]).items()})
+                        task_for(s).evaluate_vs_random(agent, config.eval_games, sides=[color]).items()})
             row[f"{color}_env_steps"], row[f"{color}_train_s"] = done["env_steps"], done["elapsed_s"]
         previous = {c: os.path.join(run_dir, f"{c}_{k}", AGENT) for c in ("white", "black")}
         row["elapsed_s"] = time.perf_counter() - clock

@@ -1,7 +1,7 @@
 """PPO with GAE in stable-baselines3: sb3-contrib's ``MaskablePPO`` on the same env and the same network.
 
-* :class:`SB3VecEnv` adapts our native vector env (C-stepped games, random
-  opponent in C) to SB3's ``VecEnv``: same-step autoreset, the final
+* :class:`SB3VecEnv` adapts the task's vector env (chess: our C-stepped games,
+  random opponent in C) to SB3's ``VecEnv``: same-step autoreset, the final
   observation in ``info["terminal_observation"]``, masks from ``action_masks``.
 * :class:`PPONetPolicy` is ``MaskableActorCriticPolicy`` whose feature
   extractor and heads are one :class:`~agents.ppo.network.PPONet`, the network
@@ -28,17 +28,18 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings, make_opponent, train_loop
+from agents.ppo.common import Backend, PPOSettings, train_loop
 from agents.ppo.network import PPONet, PPONetConfig
+from agents.ppo.task import Task
 from agents.runs import RunState
-from minichess_envs.vector import MiniChessVectorEnv
 
 
 class SB3VecEnv(VecEnv):
-    """Our ``MiniChessVectorEnv`` (``autoreset_mode="SameStep"``) as an SB3 ``VecEnv``."""
+    """A task's vector env (``Task.make_envs``: same-step autoreset, ``action_masks()``) as an SB3 ``VecEnv``."""
 
-    def __init__(self, num_envs: int, opponent=None, **env_kwargs):
-        self.venv = MiniChessVectorEnv(num_envs, autoreset_mode="SameStep", opponent=opponent, **env_kwargs)
+    def __init__(self, venv):
+        self.venv = venv
+        num_envs = venv.num_envs
         super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
         self._actions = None
         self._returns = np.zeros(num_envs)
@@ -146,12 +147,7 @@ class PPONetPolicy(MaskableActorCriticPolicy):
 # -- training ---------------------------------------------------------------------------------
 
 
-def make_vec_env(settings: PPOSettings) -> SB3VecEnv:
-    return SB3VecEnv(settings.num_envs, opponent=make_opponent(settings, seed=settings.seed + 1),
-                     **settings.env_kwargs())
-
-
-def make_model(settings: PPOSettings, env: VecEnv) -> MaskablePPO:
+def make_model(settings: PPOSettings, net_config: PPONetConfig, env: VecEnv) -> MaskablePPO:
     """``MaskablePPO`` with our policy and the settings' hyperparameters (one rollout = ``train_batch``)."""
     if settings.train_batch % settings.num_envs:
         raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
@@ -161,11 +157,7 @@ def make_model(settings: PPOSettings, env: VecEnv) -> MaskablePPO:
         batch_size=settings.minibatch, n_epochs=settings.epochs, gamma=settings.gamma,
         gae_lambda=settings.lambda_, clip_range=settings.clip_param, ent_coef=settings.entropy_coeff,
         vf_coef=settings.vf_coeff, max_grad_norm=settings.grad_clip, seed=settings.seed, device="cpu",
-        policy_kwargs={"net_config": _net_config_dict(settings)}, verbose=0)
-
-
-def _net_config_dict(settings: PPOSettings) -> dict:
-    return dataclasses.asdict(settings.net_config())
+        policy_kwargs={"net_config": dataclasses.asdict(net_config)}, verbose=0)
 
 
 class _RolloutTimer(BaseCallback):
@@ -201,11 +193,11 @@ class SB3Backend(Backend):
 
     kind = "sb3"
 
-    def __init__(self, settings: PPOSettings):
+    def __init__(self, settings: PPOSettings, task: Task):
         torch.set_num_threads(settings.threads)
         self.settings = settings
-        self.env = make_vec_env(settings)
-        self.model = make_model(settings, self.env)
+        self.env = SB3VecEnv(task.make_envs())
+        self.model = make_model(settings, task.net_config(), self.env)
 
     def iterate(self) -> dict:
         model, timer = self.model, _RolloutTimer()

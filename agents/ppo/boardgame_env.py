@@ -1,0 +1,140 @@
+"""The board games' vector env for the built-in PPO: ``num_envs`` games of a :class:`~agents.games.Game`,
+the learner against the random player or its past self (:mod:`agents.ppo.selfplay`).
+
+Gymnasium's vector interface with same-step autoreset (the final observation in ``infos["final_obs"]``),
+PettingZoo's ``{"observation", "action_mask"}`` dicts, the learner's move and the opponent's reply in one
+step; its task is :class:`agents.ppo.task.BoardGameTask`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from agents.games import BOARD_GAMES, new_game
+from agents.ppo.network import PPONet, PPONetConfig
+from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM
+
+SEATS = ("first", "second")
+
+
+def check_game(name: str) -> str:
+    """``name`` if it is a board game PPO trains on; ``ValueError`` listing the known ones otherwise."""
+    if name not in BOARD_GAMES:
+        raise ValueError(f"unknown board game {name!r}; known: {', '.join(BOARD_GAMES)}")
+    return name
+
+
+class BoardGameVectorEnv(VectorEnv):
+    """``num_envs`` games of the learner against the random player or its past self.
+
+    Each game draws at its start the learner's seat (``learner_seat``: ``"first"``, ``"second"`` or
+    ``"random"``) and, once :meth:`set_past_self` has given weights, its opponent: the random player
+    with probability ``random_share``, else the past self (a :class:`PPONet` of ``net_config``), which
+    samples from its masked policy. The opponent's first move, when the learner sits second, is made
+    before the learner sees the board. Reward +1 / 0 / -1 for the learner at the end, 0 before; games
+    end only by the rules.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, game: str, num_envs: int, net_config: PPONetConfig, *, learner_seat: str = "random",
+                 random_share: float = 0.2):
+        self.game = check_game(game)
+        if learner_seat not in (*SEATS, "random"):
+            raise ValueError(f"learner_seat must be 'first', 'second' or 'random', got {learner_seat!r}")
+        if not 0.0 <= random_share <= 1.0:
+            raise ValueError(f"random_share must be a probability in [0, 1], got {random_share}")
+        probe = new_game(game)
+        self.num_envs, self.learner_seat, self.random_share = num_envs, learner_seat, random_share
+        self.single_observation_space = spaces.Dict({
+            "observation": spaces.Box(0.0, 1.0, probe.observation_shape, np.float32),
+            "action_mask": spaces.Box(0, 1, (probe.num_actions,), np.int8)})
+        self.single_action_space = spaces.Discrete(probe.num_actions)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.games = [probe.copy() for _ in range(num_envs)]
+        self.kinds = np.zeros(num_envs, np.int8)  # RANDOM or PAST_SELF, per game
+        self.learners = np.zeros(num_envs, np.int8)  # the learner's seat: 0 moves first
+        self.past_self = PPONet(net_config).eval()
+        self.has_past_self = False
+        self.generator = torch.Generator()
+        self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
+        self._rngs = [np.random.default_rng() for _ in range(num_envs)]
+
+    def set_past_self(self, state_dict: dict) -> None:
+        self.past_self.load_state_dict(state_dict)
+        self.has_past_self = True
+
+    def reset(self, *, seed: int | None = None, options=None):
+        """New games everywhere; game i's random stream is seeded ``seed + i``."""
+        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
+        self._rngs = [np.random.default_rng(s) for s in seeds]
+        self.generator.manual_seed(0 if seed is None else seed)
+        self.games_started[:] = 0
+        self._new_games(np.arange(self.num_envs))
+        return self._observations(), {}
+
+    def step(self, actions):
+        actions = np.asarray(actions, np.int64).reshape(self.num_envs)
+        for i, (game, action) in enumerate(zip(self.games, actions)):
+            if not (0 <= action < game.num_actions) or not game.legal_mask()[action]:
+                raise ValueError(f"action {int(action)} of game {i} is not legal in {game!r}; "
+                                 f"legal: {game.legal_actions()}")
+        for game, action in zip(self.games, actions):
+            game.step(int(action))
+        self._reply(np.array([i for i, g in enumerate(self.games) if not g.is_over()], np.int64))
+        n = self.num_envs
+        rewards, terminated = np.zeros(n), np.array([g.is_over() for g in self.games])
+        infos: dict = {}
+        ended = np.flatnonzero(terminated)
+        if len(ended):
+            final = self._observations()
+            for i in ended:
+                game, learner = self.games[i], int(self.learners[i])
+                winner = game.winner()
+                rewards[i] = 0.0 if winner is None else (1.0 if winner == learner else -1.0)
+                infos = self._add_info(infos, {
+                    "final_obs": {k: v[i] for k, v in final.items()},
+                    "winner": None if winner is None else SEATS[winner], "learner_color": SEATS[learner],
+                    "moves": int(game.moves), "opponent": KINDS[self.kinds[i]]}, i)
+            self._new_games(ended)
+        return self._observations(), rewards, terminated, np.zeros(n, bool), infos
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _new_games(self, indices: np.ndarray) -> None:
+        """Start games: the learner's seat and the opponent drawn, the opponent's first move if it sits first."""
+        for i in indices:
+            rng = self._rngs[i]
+            seat = self.learner_seat if self.learner_seat != "random" else SEATS[int(rng.integers(2))]
+            kind = RANDOM if not self.has_past_self or rng.random() < self.random_share else PAST_SELF
+            self.games[i] = new_game(self.game)
+            self.learners[i], self.kinds[i] = SEATS.index(seat), kind
+            self.games_started[kind] += 1
+        self._reply(np.array([i for i in indices if self.learners[i] == 1], np.int64))
+
+    def _reply(self, indices: np.ndarray) -> None:
+        """The opponents' moves in these games: the random player's per game, the past self's in one batch."""
+        by_self = [i for i in indices if self.kinds[i] == PAST_SELF]
+        for i in indices:
+            if self.kinds[i] == RANDOM:
+                self.games[i].step(int(self._rngs[i].choice(self.games[i].legal_actions())))
+        if by_self:
+            games = [self.games[i] for i in by_self]
+            obs = torch.from_numpy(np.stack([g.observation() for g in games]))
+            masks = torch.from_numpy(np.stack([g.legal_mask() for g in games]))
+            with torch.inference_mode():
+                logits, _ = self.past_self(obs, masks)
+                actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(1)
+            for game, action in zip(games, actions.tolist()):
+                game.step(action)
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        """PettingZoo's dicts, batched: planes from the view of the player to move (the learner in a
+        game going on), and the legal mask (all zero in a finished game's final observation)."""
+        return {"observation": np.stack([g.observation() for g in self.games]),
+                "action_mask": np.stack([g.legal_mask() for g in self.games])}
