@@ -13,11 +13,11 @@
 MINICHESS_AGENTS = True
 
 from agents.base import Agent, CallableAgent, as_agent, load, register_agent  # noqa: E402  (after the marker)
-from agents.greedy import GreedyAgent  # noqa: E402
-from agents.minimax import MinimaxAgent  # noqa: E402
-from agents.random_agent import RandomAgent  # noqa: E402
+from agents.players.greedy import GreedyAgent  # noqa: E402
+from agents.players.minimax import MinimaxAgent  # noqa: E402
+from agents.players.random_agent import RandomAgent  # noqa: E402
 from agents.spec import from_spec  # noqa: E402
-from agents.uci import EngineError, EngineNotFoundError, UCIEngineAgent  # noqa: E402
+from agents.players.uci import EngineError, EngineNotFoundError, UCIEngineAgent  # noqa: E402
 from minichess_envs.players import choose_action, choose_actions, legal_action, player_name  # noqa: E402
 
 __all__ = [

@@ -79,11 +79,11 @@ class Agent:
 #: added by :func:`register_agent`. A manifest naming anything else is refused: loading an agent never
 #: imports a module a file names.
 AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
-    "agents.random_agent:RandomAgent",
-    "agents.greedy:GreedyAgent",
-    "agents.minimax:MinimaxAgent",
-    "agents.perfect:PerfectAgent",
-    "agents.uci:UCIEngineAgent",
+    "agents.players.random_agent:RandomAgent",
+    "agents.players.greedy:GreedyAgent",
+    "agents.players.minimax:MinimaxAgent",
+    "agents.players.perfect:PerfectAgent",
+    "agents.players.uci:UCIEngineAgent",
     "agents.ppo.agent:PPOAgent",
     "agents.ppo.agent:EpsilonRandomAgent",
     "agents.ppo.agent:ByColorAgent",
@@ -106,7 +106,11 @@ def register_agent(cls: type) -> type:
 
 #: Agent types saved under another name before: what they load as.
 RENAMED_TYPES = {"agents.alphazero.boardgames:BoardGameAlphaZeroAgent": "agents.alphazero.agent:AlphaZeroAgent",
-                 "agents.boardgame_ppo:BoardGamePPOAgent": "agents.ppo.agent:PPOAgent"}
+                 "agents.boardgame_ppo:BoardGamePPOAgent": "agents.ppo.agent:PPOAgent",
+                 **{f"agents.{module}:{name}": f"agents.players.{module}:{name}"
+                    for module, name in (("random_agent", "RandomAgent"), ("greedy", "GreedyAgent"),
+                                         ("minimax", "MinimaxAgent"), ("perfect", "PerfectAgent"),
+                                         ("uci", "UCIEngineAgent"))}}
 
 
 def agent_class(name: str) -> type:

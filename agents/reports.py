@@ -11,50 +11,8 @@ from typing import Sequence
 
 from minichess_envs.extras import MissingExtraError, require
 
-#: The baseline players of :func:`baselines`: the uniformly random player, greedy capture, and alpha-beta
-#: search on material to depth 1 and 2 (depth 1 also takes a mate in one; depth 2 also avoids one).
-BASELINES = ("random", "greedy", "minimax-d1", "minimax-d2")
-
-
-def baseline_agent(name: str, seed: int = 0):
-    """The baseline player called ``name`` (one of :data:`BASELINES`), seeded."""
-    from agents.greedy import GreedyAgent
-    from agents.minimax import MinimaxAgent
-    from agents.random_agent import RandomAgent
-
-    if name == "random":
-        return RandomAgent(seed)
-    if name == "greedy":
-        return GreedyAgent(seed)
-    if name.startswith("minimax-d") and name[9:].isdigit():
-        return MinimaxAgent(int(name[9:]), seed=seed)
-    raise ValueError(f"unknown baseline {name!r}; the baselines are {list(BASELINES)}")
-
-
-def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: int = 500, seed: int = 0) -> list[dict]:
-    """Win rates of the baseline players against the random player, computed now.
-
-    One row per baseline and color: ``versus_random`` over ``games`` games (the same protocol as
-    the trained agents' rows), so a trained agent's win rate can be read against random play and
-    against greedy capture (which wins most games under king capture by taking an exposed king) and
-    against shallow search.
-    """
-    from agents.evaluation import versus_random
-
-    rows = []
-    for name in BASELINES:
-        for color in colors:
-            agent = baseline_agent(name, seed)
-            match = versus_random(agent, variant, games=games, color=color, seed=seed)
-            lo, hi = match.win_interval
-            rows.append({"player": name, "variant": variant, "color": color, "games": match.games,
-                         "wins": match.wins, "draws": match.draws, "losses": match.losses,
-                         "win_rate": match.win_rate, "win_low": lo, "win_high": hi})
-    return rows
-
-
 def baseline_table(rows: list[dict]) -> str:
-    """The rows of :func:`baselines` as a markdown table."""
+    """The rows of :func:`agents.arena.evaluation.baselines` as a markdown table."""
     return markdown_table(
         ["baseline", "variant", "as", "W-D-L", "win rate vs random [95% Wilson]"],
         [[f"{r['player']} vs random", r["variant"], r["color"], f"{r['wins']}-{r['draws']}-{r['losses']}",
@@ -162,7 +120,7 @@ def _pyplot():
 
 
 def generation_throughput(total: dict) -> str:
-    """The engine games' cost from :func:`agents.engine_games.generate_games`'s ``"total"``, as a phrase."""
+    """The engine games' cost from :func:`agents.supervised.engine_games.generate_games`'s ``"total"``, as a phrase."""
     rate = total["positions_per_s_per_worker"]
     if rate is None:
         return "generation throughput not recorded"

@@ -16,7 +16,7 @@ import dataclasses
 import os
 
 from agents.base import MANIFEST, Agent, load
-from agents.minimax import MAX_DEPTH as MINIMAX_MAX_DEPTH
+from agents.players.minimax import MAX_DEPTH as MINIMAX_MAX_DEPTH
 from minichess_envs.variants import Variant, get_variant
 
 #: The built-in forms, for help texts and error messages.
@@ -94,10 +94,10 @@ def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, all
     saved agent trained for another variant. With ``allow_paths=False`` only the
     built-in forms are accepted.
     """
-    from agents.greedy import GreedyAgent
-    from agents.minimax import MinimaxAgent
-    from agents.random_agent import RandomAgent
-    from agents.uci import UCIEngineAgent
+    from agents.players.greedy import GreedyAgent
+    from agents.players.minimax import MinimaxAgent
+    from agents.players.random_agent import RandomAgent
+    from agents.players.uci import UCIEngineAgent
 
     v = get_variant(variant)
     spec = check_limits(spec, limits)  # normalised before the check: "MINIMAX:9" is "minimax:9"
@@ -107,7 +107,7 @@ def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, all
             return RandomAgent(seed)
         if kind == "greedy":
             return GreedyAgent(seed)
-        from agents.perfect import PerfectAgent
+        from agents.players.perfect import PerfectAgent
 
         if v.name != "3x3":
             raise ValueError(f"'perfect' plays from the tablebase, which exists for 3x3 only, not {v.name!r}")

@@ -102,7 +102,7 @@ def main() -> None:
                               "positions_streamed": positions * args.passes}
 
         if args.engine_games:
-            from agents.engine_games import GenerationSettings, generate_games
+            from agents.supervised.engine_games import GenerationSettings, generate_games
 
             summary = generate_games(os.path.join(tmp, "engine"), GenerationSettings(
                 args.variant, games=args.engine_games, nodes=args.nodes, games_per_chunk=1), workers=1)

@@ -167,7 +167,7 @@ def main() -> None:
     print(line(r))
 
     if args.fsf_sims:
-        from agents.uci import EngineNotFoundError, UCIEngineAgent
+        from agents.players.uci import EngineNotFoundError, UCIEngineAgent
 
         try:
             engine = UCIEngineAgent("gardner", nodes=10)

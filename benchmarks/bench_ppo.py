@@ -186,7 +186,7 @@ def training_figures(args, names: list[str]) -> dict:
 
 def time_to_target(backend_class, minutes: float, target: float = 0.97, games: int = 1000) -> dict:
     """Training wall-clock until the greedy policy wins ``target`` of ``games`` games as White against random."""
-    from agents.evaluation import versus_random
+    from agents.arena.evaluation import versus_random
     from agents.ppo.common import PPOSettings
 
     settings = PPOSettings()

@@ -25,7 +25,7 @@ import numpy as np
 from minichess_envs import get_variant, positions
 from minichess_envs.tablebase import Tablebase, score_agent
 
-from agents.perfect import PerfectAgent  # noqa: E402
+from agents.players.perfect import PerfectAgent  # noqa: E402
 
 
 def timed(fn, repeat: int) -> tuple[float, float, object]:

@@ -9,13 +9,13 @@
 
 First (unless ``--pretrain-games 0`` or ``--init-from``) the network learns
 Fairy-Stockfish's moves and results from ``--pretrain-games`` engine games
-(``agents.engine_games``, ``agents.supervised``), as seed 003 did: in our runs this
+(``agents.supervised.engine_games``, ``agents.supervised``), as seed 003 did: in our runs this
 start doubled the score against Fairy-Stockfish at 100 nodes for the same
 self-play (docs/alphazero.md). Then AlphaZero self-play. Every iteration the
 raw policy (no search) plays a quick match against the random player with
 each color; every ``--ladder-every`` iterations the searching
 agent plays a short strength ladder (Fairy-Stockfish at fixed node budgets from
-the published openings, agents/ladder.py), so the report plots Elo against
+the published openings, agents/arena/ladder.py), so the report plots Elo against
 training wall-clock. At the end the agent plays the full ladder (both colors of
 every published opening, 200 games a level), ``--final-games`` games with each
 color against random, and short matches against minimax.
@@ -43,10 +43,11 @@ from agents.alphazero.search import MOVE_CHOICES  # noqa: E402
 from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
 from agents.devices import DEVICES, resolve_device  # noqa: E402
-from agents.ladder import Ladder, ladder_table, play_ladder  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
-from agents.reports import baseline_table, baselines, curves_plot, line_plot, markdown_table  # noqa: E402
-from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
+from agents.arena.ladder import Ladder, ladder_table, play_ladder  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
+from agents.arena.evaluation import baselines
+from agents.reports import baseline_table, curves_plot, line_plot, markdown_table  # noqa: E402
+from agents.supervised.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.runs import machine, machine_text, read_state  # noqa: E402
 from agents.supervised import SupervisedSettings, train_supervised  # noqa: E402
 
@@ -215,7 +216,7 @@ def selfplay_text(config) -> str:
 
 def engine_ladder() -> Ladder | None:
     """The published Gardner ladder, or ``None`` (saying why) where Fairy-Stockfish is not installed."""
-    from agents.uci import EngineNotFoundError, find_engine
+    from agents.players.uci import EngineNotFoundError, find_engine
 
     try:
         find_engine("fairy-stockfish")
@@ -250,8 +251,8 @@ def write_report(args, config, pretrained, state, vs_random, head_to_head, final
     ladder_text = "Fairy-Stockfish is not installed here: no ladder was played."
     if final_ladder is not None:
         games = final_ladder.tally(next(iter(final_ladder.levels))).games
-        ladder_text = f"""The agent against Fairy-Stockfish at fixed node budgets (`agents.ladder.play_ladder`), both colors of
-each of {games // 2} published balanced openings (`agents/ladders/gardner.json`), {games} games a level; the levels'
+        ladder_text = f"""The agent against Fairy-Stockfish at fixed node budgets (`agents.arena.ladder.play_ladder`), both colors of
+each of {games // 2} published balanced openings (`agents/arena/ladders/gardner.json`), {games} games a level; the levels'
 Elo is their published calibration (fsf-n1 = 0) and the agent's Elo is fitted to its games with the levels
 held there (95% profile-likelihood interval).
 

@@ -28,9 +28,9 @@ from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import Config, train, with_changes, write_agent  # noqa: E402
 from agents.alphazero.search import SearchConfig  # noqa: E402
 from agents.arena import play_match  # noqa: E402
-from agents.evaluation import score_moves  # noqa: E402
+from agents.arena.evaluation import score_moves  # noqa: E402
 from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe  # noqa: E402
-from agents.random_agent import RandomAgent  # noqa: E402
+from agents.players.random_agent import RandomAgent  # noqa: E402
 from agents.reports import line_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, write_csv  # noqa: E402
 from minichess_envs.players import choose_actions  # noqa: E402

@@ -15,7 +15,7 @@ For each variant the players are
 * AlphaZero: ``runs/alphazero_<variant>/agent`` with its search, and its raw
   policy (no search). Absent runs are reported as absent and skipped;
 * baselines: the random player, greedy capture, minimax depth 1 and 2
-  (``agents.reports.BASELINES``), no training.
+  (``agents.arena.evaluation.BASELINES``), no training.
 
 Protocol, identical for every player: ``versus_random`` over ``--games`` games
 per color (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
@@ -42,9 +42,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 
 import agents  # noqa: E402
 from agents.arena import game_seed, play_game, tally  # noqa: E402
-from agents.evaluation import RandomMatch, versus_random  # noqa: E402
+from agents.arena.evaluation import RandomMatch, versus_random  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.reports import BASELINES, baseline_agent, interval_bars_plot, markdown_table  # noqa: E402
+from agents.arena.evaluation import BASELINES, baseline_agent  # noqa: E402
+from agents.reports import interval_bars_plot, markdown_table  # noqa: E402
 from agents.runs import Progress, checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
 
 COLORS = ("white", "black")
@@ -274,7 +275,7 @@ def main(argv=None) -> int:
 
             tablebase = Tablebase.load("3x3")
         baseline_players = [Player(f"baseline: {name}", baseline_agent(name, seed=0), "baseline", cores="-",
-                                   source="agents.reports.baseline_agent") for name in BASELINES]
+                                   source="agents.arena.evaluation.baseline_agent") for name in BASELINES]
         for player in [ppo, *az, *baseline_players]:
             print(f"{variant}: evaluating {player.label} ...", flush=True)
             rows.append(evaluate_player(player, variant, args, tablebase))
@@ -325,14 +326,14 @@ def report(rows: list[dict], h2h: list[dict], notes: list[str], args, wall: floa
     return f"""# PPO and AlphaZero on one footing
 
 Same protocol for every player: {args.games:,} games per color against the environments' random player
-(`agents.evaluation.versus_random`, seed 0, deterministic play); on 3x3 the move in every non-terminal
+(`agents.arena.evaluation.versus_random`, seed 0, deterministic play); on 3x3 the move in every non-terminal
 position scored against the exact tablebase (`score_agent`); head to head {args.h2h_games} games,
 in pairs from {args.opening_plies} random opening plies, colors swapped within a pair (so a lucky opening
 counts for both sides; `agents.arena.play_game`, seeds `game_seed(0, k)`).
 
 {table}
 
-The baselines (random, greedy capture, minimax depth 1 and 2 on material; `agents.reports.BASELINES`) play
+The baselines (random, greedy capture, minimax depth 1 and 2 on material; `agents.arena.evaluation.BASELINES`) play
 the same protocol and need no training.
 
 Env steps are not the same unit: a PPO env step is the learner's move plus the random player's reply (about

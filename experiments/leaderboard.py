@@ -14,7 +14,7 @@ Elo is fitted over all games of a variant with random fixed at 0. The
 reference row is random against random over ``--reference-games`` games.
 
 With ``--ladder`` every checkpoint also plays its variant's published strength ladder
-(Fairy-Stockfish at fixed node budgets, agents/ladder.py), one section each.
+(Fairy-Stockfish at fixed node budgets, agents/arena/ladder.py), one section each.
 
 Writes leaderboard.md, leaderboard.csv, leaderboard.png and games.pgn under
 ``--out`` (default runs/leaderboard/<time>/) and prints the table.
@@ -34,9 +34,9 @@ from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.arena import (
     all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally, write_pgn,
 )
-from agents.ladder import Ladder, ladder_table, play_ladder
-from agents.perfect import PerfectAgent
-from agents.ratings import elo_mle
+from agents.arena.ladder import Ladder, ladder_table, play_ladder
+from agents.players.perfect import PerfectAgent
+from agents.arena.ratings import elo_mle
 from agents.runs import machine, machine_text
 from agents.spec import LOCAL_LIMITS, check_limits
 from minichess_envs import VARIANTS, get_variant
@@ -253,7 +253,7 @@ def main(argv=None) -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="game processes (default: all cores)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ladder", action="store_true",
-                   help="also play every checkpoint through its variant's published strength ladder (agents/ladder.py)")
+                   help="also play every checkpoint through its variant's published strength ladder (agents/arena/ladder.py)")
     p.add_argument("--ladder-levels", type=int, nargs="*", default=[1, 10, 100, 1000],
                    help="Fairy-Stockfish node budgets of the ladder (default 1 10 100 1000)")
     p.add_argument("--ladder-openings", type=int, default=None,

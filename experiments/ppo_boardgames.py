@@ -94,8 +94,8 @@ def main(argv=None) -> int:
 
     from agents import load
     from agents.arena import play_match
-    from agents.evaluation import score_moves
-    from agents.random_agent import RandomAgent
+    from agents.arena.evaluation import score_moves
+    from agents.players.random_agent import RandomAgent
     from minichess_envs.players import choose_actions
     from agents.games.connect_four import ConnectFourAlphaBeta, judged_sample
     from agents.games.tictactoe import solve_tictactoe

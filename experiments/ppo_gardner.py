@@ -30,7 +30,7 @@ The per-rule-set defaults (budgets, gamma, lambda, shaping, batch sizes) are
 separately for ``--steps`` env steps against the random player, gamma 0.3, lambda 1.0.
 
 Every policy is then evaluated deterministically (argmax over legal moves) with
-``agents.evaluation.versus_random`` over ``--final-games`` games per color (seed 0) under both rule
+``agents.arena.evaluation.versus_random`` over ``--final-games`` games per color (seed 0) under both rule
 sets, and plays ``--match-games`` games against greedy capture and minimax depth 2 under its own
 rules. The baselines (random, greedy, minimax depth 1 and 2) play the same ``versus_random`` protocol.
 During training, ``--eval-games`` games per color every ``--eval-every`` iterations (seed 10000) give
@@ -57,9 +57,10 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
 
-from agents.evaluation import versus_random  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.reports import baseline_table, baselines, curves_plot, markdown_table  # noqa: E402
+from agents.arena.evaluation import baselines
+from agents.reports import baseline_table, curves_plot, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, write_csv  # noqa: E402
 
 RULES = {"kingcapture": "gardner-kingcapture", "checkmate": "gardner"}
@@ -246,7 +247,7 @@ def baseline_matches(runs: list[dict], args) -> list[dict]:
     """Each policy against greedy capture and minimax depth 2 under its own rules, half the games as each color."""
     import agents
     from agents.arena import play_match
-    from agents.reports import baseline_agent
+    from agents.arena.evaluation import baseline_agent
 
     rows = []
     for run in runs:
@@ -362,7 +363,7 @@ def write_report(args, runs, results, matches, baseline_rows, wall: float, measu
 
 Each policy trained under one rule set (as one color, or as both with one network: "random"), with
 material shaping, then played {args.final_games:,} games per color and rule set against the random player,
-greedily (argmax over legal moves), `agents.evaluation.versus_random(..., seed=0)`. One env step = the
+greedily (argmax over legal moves), `agents.arena.evaluation.versus_random(..., seed=0)`. One env step = the
 learner's move and the opponent's reply.
 
 {verdict}

@@ -5,7 +5,7 @@
     python experiments/supervised_chess.py --resume              # continue an interrupted run
     python experiments/supervised_chess.py --games 200 --epochs 2 --tournament-games 4
 
-1. Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.engine_games``), or a PGN file
+1. Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.supervised.engine_games``), or a PGN file
    is imported (``minichess_envs.dataset.import_pgn``; its value target is the game result).
 2. The AlphaZero network learns the moves and results (``agents.supervised``), a checkpoint per epoch;
    where Stockfish says the side to move is winning, moves that draw at once are penalised
@@ -14,7 +14,7 @@
    repetition and stalemate; its own games show it where).
 3. The checkpoints play each other and Stockfish at small node budgets, by their raw policies or with
    ``--tournament-simulations`` of search; Elo relative to checkpoint 0 (the untrained network) with 95%
-   intervals (``agents.tournament``).
+   intervals (``agents.arena.tournament``).
 
 Writes runs/supervised_chess/: report.md, tournament_elo.png, pretraining.png, *.csv, data/, pretrain/.
 """
@@ -30,13 +30,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep
 
 import torch  # noqa: E402
 
-from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
+from agents.supervised.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.reports import generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.supervised import (  # noqa: E402
     SupervisedSettings, dagger, dagger_table, raw_policy, train_supervised, write_pretraining_files)
-from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
+from agents.arena.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 from minichess_envs.dataset import import_pgn, list_shards  # noqa: E402
 
 

@@ -4,7 +4,7 @@
     python experiments/supervised_gardner.py --resume        # continue an interrupted run (every stage resumes)
     python experiments/supervised_gardner.py --games 400 --epochs 2 --selfplay-iterations 1 --match-games 10
 
-1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.engine_games``); in a
+1. Fairy-Stockfish plays itself at ``--nodes`` from balanced random openings (``agents.supervised.engine_games``); in a
    share of the games (``--random-opponent``) it plays a random mover instead, so the data shows how to
    finish off a weak defender (only the engine's moves are learnt).
 2. The AlphaZero network (4 residual blocks of 64 channels; ``--blocks``, ``--channels``) learns the engine's moves and the
@@ -13,9 +13,9 @@
    learnt from balanced games walks into are where its own play leads, not where the engine's does).
    Where the engine says the side to move is winning, moves that draw at once are penalised
    (``--draw-penalty``); the learning rate falls on a cosine (``--lr-schedule``).
-3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.tournament``).
+3. The checkpoints play each other and Fairy-Stockfish at 1/10/100 nodes (``agents.arena.tournament``).
 4. The pretrained network is scored: raw policy against random (both colours), agreement with the
-   engine on held-out games, and with search against minimax and on the ladder (``agents.ladder``:
+   engine on held-out games, and with search against minimax and on the ladder (``agents.arena.ladder``:
    Fairy-Stockfish at 1/10/100 nodes, the published openings with both colours, 200 games a level).
 5. AlphaZero self-play runs twice with the same settings and iterations (so the same compute): from the
    pretrained network (``init_from``) and from scratch; both are scored the same way.
@@ -40,14 +40,14 @@ from agents import MinimaxAgent  # noqa: E402
 from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
 from agents.alphazero.train import gardner_config, train, write_agent  # noqa: E402
 from agents.arena import play_match  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
-from agents.engine_games import GenerationSettings, generate_games  # noqa: E402
-from agents.ladder import ladder_table, play_ladder  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
+from agents.supervised.engine_games import GenerationSettings, generate_games  # noqa: E402
+from agents.arena.ladder import ladder_table, play_ladder  # noqa: E402
 from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import (  # noqa: E402
     SupervisedSettings, dagger, dagger_table, train_supervised, write_pretraining_files)  # noqa: E402
-from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
+from agents.arena.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 
 VARIANT = "gardner"
 ENGINE_LEVELS = (1, 10, 100)
@@ -275,7 +275,7 @@ two random opening plies, seed 7:
 
 {markdown_table(["opponent", "games", "W-D-L", "score [95% Wilson]"], match_rows(scores["matches"][:1]))}
 
-On the ladder (`agents.ladder`: Fairy-Stockfish at fixed node budgets, hash cleared every game; each of
+On the ladder (`agents.arena.ladder`: Fairy-Stockfish at fixed node budgets, hash cleared every game; each of
 the {len(scores["ladder"].matches[0].games) // 2} published balanced openings played with both colours; the levels' Elo from the
 ladder's calibration, the agent's fitted against them):
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import agents
 from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
-from agents import uci as uci_module
+from agents.players import uci as uci_module
 from agents.arena import play_game, play_match
-from agents.perfect import PerfectAgent
+from agents.players.perfect import PerfectAgent
 from minichess_envs import VARIANTS, IllegalMoveError, Position
 
 

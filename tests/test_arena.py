@@ -29,7 +29,7 @@ from agents.arena import (
     tally,
     write_pgn,
 )
-from agents.ratings import elo_mle, expected_score, wilson_interval
+from agents.arena.ratings import elo_mle, expected_score, wilson_interval
 from minichess_envs import IllegalMoveError
 
 
@@ -207,7 +207,7 @@ def test_rating_results_feed_elo():
 def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     from experiments import leaderboard
     runs = tmp_path / "runs"
-    checkpoint = pytest.importorskip("agents.perfect").PerfectAgent("3x3", seed=0)
+    checkpoint = pytest.importorskip("agents.players.perfect").PerfectAgent("3x3", seed=0)
     checkpoint.save(str(runs / "exp1" / "final"))
     (runs / "broken").mkdir(parents=True)
     (runs / "broken" / "agent.json").write_text("{not json")
@@ -259,7 +259,7 @@ def test_leaderboard_plot_keeps_its_titles_and_labels_inside_the_figure(tmp_path
 
 
 def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
-    from agents.ratings import elo_mle
+    from agents.arena.ratings import elo_mle
 
     # 3 wins and 1 loss against a player held at 100: 100 + 400 log10(3)
     rating = elo_mle([("x", "level", 1.0)] * 3 + [("x", "level", 0.0)], anchor={"level": 100.0})["x"]

@@ -18,7 +18,7 @@ import agents  # noqa: E402
 from agents.games import BOARD_GAMES as GAMES  # noqa: E402
 from agents.games import new_game  # noqa: E402
 from agents.arena import play_match  # noqa: E402
-from agents.evaluation import score_moves  # noqa: E402
+from agents.arena.evaluation import score_moves  # noqa: E402
 from agents.games.tictactoe import solve_tictactoe  # noqa: E402
 from agents.ppo import native  # noqa: E402
 from agents.ppo.agent import PPOAgent  # noqa: E402

@@ -206,7 +206,7 @@ def test_tictactoe_solver_knows_the_game():
 
 
 def test_move_scoring_counts_blunders():
-    from agents.evaluation import score_moves
+    from agents.arena.evaluation import score_moves
     from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch", reason="experiments/compare.py needs the [agents] extra")
 
 from agents import GreedyAgent  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.runs import Progress  # noqa: E402
 from experiments import compare  # noqa: E402
 

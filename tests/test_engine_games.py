@@ -124,12 +124,12 @@ needs_engine = pytest.mark.skipif(ENGINE is None, reason="Fairy-Stockfish is not
 
 @needs_engine
 def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
-    from agents.engine_games import GenerationSettings, generate_games
+    from agents.supervised.engine_games import GenerationSettings, generate_games
 
     games = 30  # enough that the kill, polled every 50 ms, lands before the last one even on a fast machine
     settings = GenerationSettings("gardner", games=games, nodes=10, games_per_chunk=1, opening_plies=2, ply_limit=24)
     script = textwrap.dedent(f"""
-        from agents.engine_games import GenerationSettings, generate_games
+        from agents.supervised.engine_games import GenerationSettings, generate_games
         if __name__ == "__main__":
             generate_games({str(tmp_path / 'run')!r}, GenerationSettings(**{settings.__dict__!r}), workers=1,
                            progress=False)
@@ -166,7 +166,7 @@ def test_generation_is_killed_and_resumes_without_loss_or_duplicates(tmp_path):
 def test_a_folder_from_before_shards_carried_their_cost_uses_its_generation_record(tmp_path):
     import json
 
-    from agents.engine_games import generation_total
+    from agents.supervised.engine_games import generation_total
 
     write_shard(str(tmp_path / "games-000000.npz"), get_variant("gardner"),
                 [(get_variant("gardner").start_fen, np.array([0, 1], np.uint16), np.zeros(2, np.int16), 0)])
@@ -183,11 +183,11 @@ def test_a_folder_from_before_shards_carried_their_cost_uses_its_generation_reco
 
 
 def test_a_missing_engine_says_how_to_install_it(tmp_path, monkeypatch):
-    import agents.uci
-    from agents.engine_games import GenerationSettings, generate_games
+    import agents.players.uci
+    from agents.supervised.engine_games import GenerationSettings, generate_games
 
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(agents.uci, "SEARCH_DIRS", ())
+    monkeypatch.setattr(agents.players.uci, "SEARCH_DIRS", ())
     with pytest.raises(FileNotFoundError, match="apt install fairy-stockfish"):
         generate_games(str(tmp_path / "out"), GenerationSettings("gardner", games=1), progress=False)
 
@@ -244,7 +244,7 @@ def test_positions_that_are_not_targets_are_replayed_but_never_batched(tmp_path)
 
 
 def test_generation_settings_refuse_a_share_outside_0_1():
-    from agents.engine_games import GenerationSettings
+    from agents.supervised.engine_games import GenerationSettings
 
     with pytest.raises(ValueError, match="share in"):
         GenerationSettings("gardner", random_opponent=1.5)
@@ -252,7 +252,7 @@ def test_generation_settings_refuse_a_share_outside_0_1():
 
 @needs_engine
 def test_games_against_a_random_mover_learn_only_the_engines_moves(tmp_path):
-    from agents.engine_games import GenerationSettings, generate_games
+    from agents.supervised.engine_games import GenerationSettings, generate_games
 
     settings = GenerationSettings("gardner", games=4, nodes=10, opening_plies=2, ply_limit=30, random_opponent=1.0,
                                   seed=4)
@@ -271,7 +271,7 @@ def test_games_against_a_random_mover_learn_only_the_engines_moves(tmp_path):
 
 @needs_engine
 def test_engine_labels_are_written_whole_and_an_interrupted_set_completes_without_duplicates(tmp_path):
-    from agents.engine_games import GenerationSettings, label_positions
+    from agents.supervised.engine_games import GenerationSettings, label_positions
 
     fens, results = [], []
     for fen, actions, _, result in random_games("gardner", 4, seed=3, max_plies=12):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agents import MinimaxAgent, RandomAgent
-from agents.evaluation import versus_random
+from agents.arena.evaluation import versus_random
 from minichess_envs.engine import BLACK, Position
 from minichess_envs.env import MiniChessEnv
 

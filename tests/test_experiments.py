@@ -57,7 +57,7 @@ def test_a_tiny_leaderboard_runs_both_ways_and_states_the_machine(tmp_path):
 
 def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path):
     pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
-    from agents.uci import EngineNotFoundError, find_engine
+    from agents.players.uci import EngineNotFoundError, find_engine
 
     try:
         find_engine("fairy-stockfish")
@@ -85,7 +85,7 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
 
 def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
     pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
-    from agents.uci import EngineNotFoundError, find_engine
+    from agents.players.uci import EngineNotFoundError, find_engine
 
     try:
         find_engine("fairy-stockfish")

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from agents.arena import run_tournament
-from agents.greedy import GreedyAgent
-from agents.random_agent import RandomAgent
+from agents.players.greedy import GreedyAgent
+from agents.players.random_agent import RandomAgent
 from minichess_envs import Position
 
 HAVE_FSF = bool(shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games"))
@@ -29,7 +29,7 @@ def test_every_opening_is_played_once_with_each_color():
 
 @needs_fsf
 def test_openings_are_deterministic_distinct_and_near_equal():
-    from agents.ladder import balanced_openings
+    from agents.arena.ladder import balanced_openings
 
     openings = balanced_openings("gardner", 6, plies=4, seed=5, nodes=200, max_cp=50)
     assert openings == balanced_openings("gardner", 6, plies=4, seed=5, nodes=200, max_cp=50)
@@ -44,7 +44,7 @@ def test_openings_are_deterministic_distinct_and_near_equal():
 
 @needs_fsf
 def test_a_ladder_is_calibrated_published_and_played(tmp_path):
-    from agents.ladder import Ladder, balanced_openings, calibrate, ladder_table, play_ladder, write_ladder
+    from agents.arena.ladder import Ladder, balanced_openings, calibrate, ladder_table, play_ladder, write_ladder
 
     openings = balanced_openings("gardner", 3, seed=0, nodes=100)
     ratings = calibrate("gardner", openings, levels=(1, 100), games=6, workers=1)

@@ -124,9 +124,9 @@ def test_registered_user_agents_load(tmp_path):
     (b"\xff\xfe\x00garbage\x80", "corrupt agent manifest"),
     (b"{not json", "corrupt agent manifest"),
     (b"[1, 2]", "expected a JSON object"),
-    (b'{"format": 1, "class": "agents.greedy:GreedyAgent"}', "no 'settings' entry"),
+    (b'{"format": 1, "class": "agents.players.greedy:GreedyAgent"}', "no 'settings' entry"),
     (b'{"format": 1, "settings": {}}', "no 'class' entry"),
-    (b'{"format": 7, "class": "agents.greedy:GreedyAgent", "settings": {}}', "format 7"),
+    (b'{"format": 7, "class": "agents.players.greedy:GreedyAgent", "settings": {}}', "format 7"),
 ])
 def test_broken_manifests_name_the_file(tmp_path, content, problem):
     (tmp_path / "agent.json").write_bytes(content)
@@ -232,7 +232,7 @@ def fake_engine(directory, marker) -> str:
 
 
 def test_a_saved_engine_agent_cannot_choose_the_binary(tmp_path, monkeypatch):
-    from agents import uci
+    from agents.players import uci
 
     marker = tmp_path / "ran"
     evil = fake_engine(tmp_path / "evil", marker)
@@ -242,19 +242,19 @@ def test_a_saved_engine_agent_cannot_choose_the_binary(tmp_path, monkeypatch):
     (harmless / "fairy-stockfish").chmod(0o755)
     monkeypatch.setenv("PATH", str(harmless))
     monkeypatch.setattr(uci, "SEARCH_DIRS", ())
-    write_json(tmp_path / "agent", {"format": 1, "class": "agents.uci:UCIEngineAgent", "name": "fsf", "settings": {
+    write_json(tmp_path / "agent", {"format": 1, "class": "agents.players.uci:UCIEngineAgent", "name": "fsf", "settings": {
         "variant": "gardner", "engine": "fairy-stockfish", "binary": evil, "nodes": 10}})
     with pytest.warns(UserWarning, match="binary is ignored"):
         agent = agents.load(str(tmp_path / "agent"))
     assert agent.binary == str(harmless / "fairy-stockfish")
     # the engine name is checked too: a manifest cannot name another program
-    write_json(tmp_path / "agent", {"format": 1, "class": "agents.uci:UCIEngineAgent", "name": "fsf", "settings": {
+    write_json(tmp_path / "agent", {"format": 1, "class": "agents.players.uci:UCIEngineAgent", "name": "fsf", "settings": {
         "variant": "gardner", "engine": evil, "nodes": 10}})
     with pytest.raises(ValueError, match="engine must be"):
         agents.load(str(tmp_path / "agent"))
     assert not marker.exists()
     # the caller may choose the binary explicitly
-    write_json(tmp_path / "agent", {"format": 1, "class": "agents.uci:UCIEngineAgent", "name": "fsf", "settings": {
+    write_json(tmp_path / "agent", {"format": 1, "class": "agents.players.uci:UCIEngineAgent", "name": "fsf", "settings": {
         "variant": "gardner", "engine": "fairy-stockfish", "nodes": 10}})
     other = tmp_path / "other-fsf"
     other.write_text("#!/bin/sh\nexit 0\n")
@@ -273,7 +273,7 @@ def test_a_saved_engine_agent_cannot_choose_the_binary(tmp_path, monkeypatch):
     ({"Hash": [1, 2]}, "one-line str, int, float or bool"),
 ])
 def test_engine_options_are_validated(tmp_path, monkeypatch, options, problem):
-    from agents import uci
+    from agents.players import uci
 
     marker = tmp_path / "ran"
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
@@ -282,7 +282,7 @@ def test_engine_options_are_validated(tmp_path, monkeypatch, options, problem):
     with pytest.raises(ValueError, match=problem):
         uci.UCIEngineAgent("gardner", options=options)
     # the same options from a saved agent are refused at load
-    write_json(tmp_path / "agent", {"format": 1, "class": "agents.uci:UCIEngineAgent", "name": "fsf", "settings": {
+    write_json(tmp_path / "agent", {"format": 1, "class": "agents.players.uci:UCIEngineAgent", "name": "fsf", "settings": {
         "variant": "gardner", "engine": "fairy-stockfish", "nodes": 10, "options": options}})
     with pytest.raises(ValueError, match=problem):
         agents.load(str(tmp_path / "agent"))
@@ -290,7 +290,7 @@ def test_engine_options_are_validated(tmp_path, monkeypatch, options, problem):
 
 
 def test_file_options_need_the_callers_opt_in(tmp_path, monkeypatch):
-    from agents import uci
+    from agents.players import uci
 
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setattr(uci, "SEARCH_DIRS", ())

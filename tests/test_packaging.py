@@ -37,7 +37,7 @@ def test_an_agents_package_of_another_distribution_is_named(tmp_path):
     (fake / "__init__.py").write_text('"""Another distribution\'s agents package."""\n')
     site = os.path.dirname(os.path.dirname(os.path.abspath(minichess_envs.__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), site])}
-    run = subprocess.run([sys.executable, "-c", "import agents.random_agent"], cwd=tmp_path, env=env,
+    run = subprocess.run([sys.executable, "-c", "import agents.players.random_agent"], cwd=tmp_path, env=env,
                          capture_output=True, text=True)
     assert run.returncode != 0
     assert "is not minichess-envs' agents" in run.stderr and "openai-agents" in run.stderr, run.stderr

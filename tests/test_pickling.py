@@ -22,8 +22,8 @@ import agents
 from agents import CallableAgent, GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.alphazero.search import SearchConfig
 from agents.arena import MatchResult, play_match, tally
-from agents.evaluation import versus_random
-from agents.ratings import Rating
+from agents.arena.evaluation import versus_random
+from agents.arena.ratings import Rating
 from minichess_envs import (
     VARIANTS, Castling, FenError, IllegalMoveError, Move, Outcome, Position, Termination, Variant,
 )
@@ -238,7 +238,7 @@ def _agent(kind: str, tmp_path):
     if kind == "callable":
         return CallableAgent(first_legal), "gardner"
     if kind == "perfect":
-        from agents.perfect import PerfectAgent
+        from agents.players.perfect import PerfectAgent
 
         return PerfectAgent("3x3", seed=4, cache_dir=str(tmp_path)), "3x3"
     if kind == "uci":

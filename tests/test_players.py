@@ -9,7 +9,7 @@ import pytest
 
 import agents
 from agents.arena import play_game
-from agents.evaluation import versus_random
+from agents.arena.evaluation import versus_random
 from minichess_envs import IllegalMoveError, Move, Position
 from minichess_envs.env import MiniChessEnv
 from minichess_envs.players import choose_action, choose_actions, legal_action, player_name

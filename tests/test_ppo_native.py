@@ -11,14 +11,14 @@ import pytest
 torch = pytest.importorskip("torch", reason="PPO needs torch: pip install -e '.[agents]'")
 
 import agents  # noqa: E402
-from agents.evaluation import versus_random  # noqa: E402
+from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.ppo import native  # noqa: E402
 from agents.ppo.agent import PPOAgent  # noqa: E402
 from agents.ppo.common import PPOSettings  # noqa: E402
 from agents.ppo.network import PPONet  # noqa: E402
 from agents.ppo.selfplay import OpponentPool  # noqa: E402
 from agents.ppo.task import task_for  # noqa: E402
-from agents.random_agent import RandomAgent  # noqa: E402
+from agents.players.random_agent import RandomAgent  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
 

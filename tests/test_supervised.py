@@ -225,8 +225,8 @@ FAIRY = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path=
 
 @pytest.mark.skipif(not FAIRY, reason="needs fairy-stockfish (apt install fairy-stockfish)")
 def test_dagger_labels_the_positions_the_policy_met_and_resumes(tmp_path):
-    from agents.evaluation import versus_random
-    from agents.engine_games import GenerationSettings, generate_games
+    from agents.arena.evaluation import versus_random
+    from agents.supervised.engine_games import GenerationSettings, generate_games
     from agents.runs import read_state
     from agents.supervised import dagger, raw_policy
     from minichess_envs.dataset import GameDataset, list_shards

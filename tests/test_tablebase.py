@@ -18,7 +18,7 @@ import pytest
 
 import agents
 from agents import RandomAgent
-from agents.perfect import PerfectAgent
+from agents.players.perfect import PerfectAgent
 from minichess_envs import FenError, Position, Termination, get_variant
 from minichess_envs.positions import (
     PROBE_POSITIONS,

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from agents.greedy import GreedyAgent  # noqa: E402
-from agents.random_agent import RandomAgent  # noqa: E402
-from agents.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
+from agents.players.greedy import GreedyAgent  # noqa: E402
+from agents.players.random_agent import RandomAgent  # noqa: E402
+from agents.arena.tournament import checkpoint_tournament, pairings_table, tournament_plot, tournament_table  # noqa: E402
 
 
 def test_a_stronger_checkpoint_rates_higher_and_every_pair_is_linked(tmp_path):

@@ -391,7 +391,7 @@ def test_an_agent_manifest_nested_thousands_deep_is_a_value_error_naming_the_fil
 
 
 def test_an_oversized_agent_manifest_is_refused_unread(tmp_path):
-    directory = write_manifest(tmp_path, json.dumps({"format": 1, "class": "agents.greedy:GreedyAgent",
+    directory = write_manifest(tmp_path, json.dumps({"format": 1, "class": "agents.players.greedy:GreedyAgent",
                                                       "settings": {}, "pad": "x" * (2 << 20)}))
     with pytest.raises(ValueError, match="longer than") as info:
         agents.load(directory)
@@ -400,7 +400,7 @@ def test_an_oversized_agent_manifest_is_refused_unread(tmp_path):
 
 @pytest.mark.parametrize("depth", [9, 10**9])
 def test_a_minimax_depth_beyond_the_bound_is_refused_at_load(tmp_path, depth):
-    from agents.minimax import MAX_DEPTH
+    from agents.players.minimax import MAX_DEPTH
 
     MinimaxAgent(2).save(str(tmp_path))
     manifest = json.loads((tmp_path / "agent.json").read_text())
@@ -451,8 +451,8 @@ def test_nan_or_infinite_weights_are_refused_naming_the_file_and_tensor(tmp_path
         assert str(tmp_path / WEIGHTS) in str(info.value)
 
 
-AGENT_CLASSES = ["agents.random_agent:RandomAgent", "agents.greedy:GreedyAgent", "agents.minimax:MinimaxAgent",
-                 "agents.perfect:PerfectAgent"]
+AGENT_CLASSES = ["agents.players.random_agent:RandomAgent", "agents.players.greedy:GreedyAgent", "agents.players.minimax:MinimaxAgent",
+                 "agents.players.perfect:PerfectAgent"]
 SETTING_NAMES = ["seed", "name", "depth", "variant", "simulations", "c_puct"]
 
 

@@ -21,7 +21,7 @@ from typing import Callable, TextIO
 from agents.arena import PLY_LIMIT
 from agents.base import Agent
 from agents.spec import LOCAL_LIMITS, check_limits, from_spec
-from agents.uci import EngineNotFoundError
+from agents.players.uci import EngineNotFoundError
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
 from minichess_envs.extras import MissingExtraError

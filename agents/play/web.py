@@ -54,7 +54,7 @@ from starlette.staticfiles import StaticFiles
 from agents.arena import PLY_LIMIT
 from agents.base import Agent, manifest_game, read_manifest
 from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
-from agents.uci import EngineNotFoundError, find_engine
+from agents.players.uci import EngineNotFoundError, find_engine
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, WHITE, Move, Position
 from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san

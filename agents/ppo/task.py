@@ -111,7 +111,7 @@ class ChessTask(Task):
                             opponent=make_opponent(s, seed=s.seed + 1), **self.env_kwargs())
 
     def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
-        from agents.evaluation import versus_random
+        from agents.arena.evaluation import versus_random
 
         row = {}
         for color in sides or self.settings.eval_colors():
@@ -153,7 +153,7 @@ class BoardGameTask(Task):
 
     def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
         from agents.arena import play_match
-        from agents.random_agent import RandomAgent
+        from agents.players.random_agent import RandomAgent
 
         row = {}
         for seat in sides or SEATS:

@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from agents.runs import read_json
-from agents.uci import UCIEngineAgent, default_engine, find_engine
+from agents.players.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant

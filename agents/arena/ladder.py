@@ -8,10 +8,10 @@ from a seed (:func:`balanced_openings`), so an opening that still favours one
 side favours both players equally. The levels' own Elo comes from a
 calibration (each level against the next, same openings) anchored at the
 weakest level; the agent's Elo is fitted against the levels held at those
-ratings (:func:`agents.ratings.elo_mle`). A variant's openings and
-calibration are published in ``agents/ladders/<variant>.json``, made by::
+ratings (:func:`agents.arena.ratings.elo_mle`). A variant's openings and
+calibration are published in ``agents/arena/ladders/<variant>.json``, made by::
 
-    python -m agents.ladder gardner --openings 100 --calibration-games 200
+    python -m agents.arena.ladder gardner --openings 100 --calibration-games 200
 
 >>> result = play_ladder(agent, "gardner", levels=(1, 10, 100))   # doctest: +SKIP
 >>> print(ladder_table(result))                                   # doctest: +SKIP
@@ -29,7 +29,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from agents.arena import MatchResult, Tally, all_games, close_agents, rating_results, run_tournament
-from agents.ratings import Rating, elo_mle
+from agents.arena.ratings import Rating, elo_mle
 from agents.reports import markdown_table
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
@@ -53,7 +53,7 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
 
     Deterministic for a seed (the engine searches a fixed node count from a cleared hash).
     """
-    from agents.uci import UCIEngineAgent
+    from agents.players.uci import UCIEngineAgent
 
     rng = np.random.default_rng(seed)
     own = engine is None
@@ -88,7 +88,7 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
 
 def engine_levels(variant: str, levels: Sequence[int] = LEVELS) -> list:
     """Fairy-Stockfish (Stockfish on 8x8) at each node budget, named ``fsf-nN``."""
-    from agents.uci import UCIEngineAgent
+    from agents.players.uci import UCIEngineAgent
 
     return [UCIEngineAgent(variant, nodes=n) for n in levels]
 
@@ -109,7 +109,7 @@ def calibrate(variant: str, openings: Sequence[Opening], levels: Sequence[int] =
 
 def write_ladder(variant: str, openings: Sequence[Opening], ratings: dict[str, Rating], settings: dict,
                  path: str | None = None) -> str:
-    """Publish a variant's openings and level ratings as JSON (default: ``agents/ladders/<variant>.json``)."""
+    """Publish a variant's openings and level ratings as JSON (default: ``agents/arena/ladders/<variant>.json``)."""
     path = path or os.path.join(LADDER_DIR, f"{get_variant(variant).name}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     data = {"format": FORMAT, "variant": get_variant(variant).name, "made": datetime.date.today().isoformat(),
@@ -143,7 +143,7 @@ class Ladder:
             levels = {name: float(r["elo"]) for name, r in data["levels"].items()}
         except FileNotFoundError:
             raise ValueError(f"no published ladder for {variant!r} at {path}: make one with "
-                             f"python -m agents.ladder {variant}") from None
+                             f"python -m agents.arena.ladder {variant}") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"cannot read the ladder {path}: {exc}") from None
         return cls(get_variant(variant).name, openings, levels, data.get("settings", {}))

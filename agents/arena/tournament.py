@@ -5,7 +5,7 @@ each engine level plays the next, so every player is linked to every other by
 games, and the gain over the first checkpoint rests on direct games too, not
 only on a chain of short, intransitive steps;
 ratings are maximum-likelihood Elo with profile-likelihood intervals
-(:func:`agents.ratings.elo_mle`), anchored at the first checkpoint (0 Elo).
+(:func:`agents.arena.ratings.elo_mle`), anchored at the first checkpoint (0 Elo).
 Deterministic players (a search with a fixed budget, an engine at a fixed
 node count) would repeat one game, so every game starts after a few random
 plies drawn from its seed, and colours alternate.
@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from agents.arena import MatchResult, all_games, close_agents, rating_results, run_tournament
 from agents.base import load
-from agents.ratings import Rating, elo_mle
+from agents.arena.ratings import Rating, elo_mle
 from agents.reports import markdown_table
 
 
@@ -75,7 +75,7 @@ def checkpoint_tournament(
         raise ValueError(f"checkpoint directories need distinct names: {names}")
     engines = []
     if engine_nodes:
-        from agents.uci import UCIEngineAgent
+        from agents.players.uci import UCIEngineAgent
 
         engines = [UCIEngineAgent(variant, engine, nodes=n) for n in engine_nodes]
     everyone = players + engines

@@ -19,7 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from agents.ratings import wilson_interval
+from agents.arena.ratings import wilson_interval
+from agents.players.greedy import GreedyAgent
+from agents.players.minimax import MinimaxAgent
+from agents.players.random_agent import RandomAgent
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, WHITE, Position
 from minichess_envs.env import Duel, Opponent
@@ -161,3 +164,39 @@ def score_moves(games: list, chosen: Sequence[int], move_values: list[dict[int, 
     result["first player to move"] = count(by_side[0])
     result["second player to move"] = count(by_side[1])
     return result
+
+
+#: The baseline players of :func:`baselines`: the uniformly random player, greedy capture, and alpha-beta
+#: search on material to depth 1 and 2 (depth 1 also takes a mate in one; depth 2 also avoids one).
+BASELINES = ("random", "greedy", "minimax-d1", "minimax-d2")
+
+
+def baseline_agent(name: str, seed: int = 0):
+    """The baseline player called ``name`` (one of :data:`BASELINES`), seeded."""
+    if name == "random":
+        return RandomAgent(seed)
+    if name == "greedy":
+        return GreedyAgent(seed)
+    if name.startswith("minimax-d") and name[9:].isdigit():
+        return MinimaxAgent(int(name[9:]), seed=seed)
+    raise ValueError(f"unknown baseline {name!r}; the baselines are {list(BASELINES)}")
+
+
+def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: int = 500, seed: int = 0) -> list[dict]:
+    """Win rates of the baseline players against the random player, computed now.
+
+    One row per baseline and color: ``versus_random`` over ``games`` games (the same protocol as
+    the trained agents' rows), so a trained agent's win rate can be read against random play and
+    against greedy capture (which wins most games under king capture by taking an exposed king) and
+    against shallow search.
+    """
+    rows = []
+    for name in BASELINES:
+        for color in colors:
+            agent = baseline_agent(name, seed)
+            match = versus_random(agent, variant, games=games, color=color, seed=seed)
+            lo, hi = match.win_interval
+            rows.append({"player": name, "variant": variant, "color": color, "games": match.games,
+                         "wins": match.wins, "draws": match.draws, "losses": match.losses,
+                         "win_rate": match.win_rate, "win_low": lo, "win_high": hi})
+    return rows

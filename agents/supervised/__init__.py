@@ -303,7 +303,7 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
 
     In round ``k`` the run's raw policy plays ``games`` games with each colour against the random player
     (game ``i`` seeded ``2_000_000 * k + i``); the engine at ``nodes`` labels every position the policy
-    moved in (:func:`agents.engine_games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``);
+    moved in (:func:`agents.supervised.engine_games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``);
     then training goes on for one more epoch over all the data (peak rate ``learning_rate``, default the
     run's; with the cosine schedule each round's epoch is a cycle of its own, a warm restart).
     So the policy learns the expert's move where its own play leads: against a weak defender, the mates
@@ -314,8 +314,8 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
     Returns, per round, the policy's win, draw and loss counts by colour in those games (before that
     round's training) and the positions labelled; also written to ``dagger.json`` in ``run_dir``.
     """
-    from agents.evaluation import versus_random
-    from agents.engine_games import GenerationSettings, label_positions
+    from agents.arena.evaluation import versus_random
+    from agents.supervised.engine_games import GenerationSettings, label_positions
     from agents.runs import read_json, read_state, write_json
 
     if rounds < 0 or games < 1:

@@ -61,7 +61,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from agents.games import BOARD_GAMES, ChessGame, Game, new_game
-from agents.ratings import wilson_interval
+from agents.arena.ratings import wilson_interval
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Position
 from minichess_envs.pgn import game_pgn
@@ -546,5 +546,5 @@ def write_pgn(games: Iterable[GameRecord], path: str) -> int:
 
 
 def rating_results(games: Iterable[GameRecord]) -> list[tuple[str, str, float]]:
-    """``(white, black, white's score)`` per game, the input of :func:`agents.ratings.elo_mle`."""
+    """``(white, black, white's score)`` per game, the input of :func:`agents.arena.ratings.elo_mle`."""
     return [(g.white, g.black, g.score(g.white)) for g in games]
