@@ -43,7 +43,8 @@ from agents.arena import play_match  # noqa: E402
 from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.supervised.engine_games import GenerationSettings, generate_games  # noqa: E402
 from agents.arena.ladder import ladder_table, play_ladder  # noqa: E402
-from agents.reports import baseline_table, baselines, generation_throughput, markdown_table  # noqa: E402
+from agents.arena.evaluation import baselines  # noqa: E402
+from agents.reports import baseline_table, generation_throughput, markdown_table  # noqa: E402
 from agents.runs import machine, machine_text, read_json, read_state, write_csv, write_json  # noqa: E402
 from agents.supervised import (  # noqa: E402
     SupervisedSettings, dagger, dagger_table, train_supervised, write_pretraining_files)  # noqa: E402

@@ -57,7 +57,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_weights_of_a_run_never_killed(
     from agents.alphazero.train import train
     from agents.runs import checkpoint_dir, read_state
 
-    iterations = 4
+    iterations = 8  # enough that the run cannot end between the first checkpoint and the kill
     killed_dir = str(tmp_path / "killed")
     proc = subprocess.Popen([sys.executable, "-c", TRAIN.format(here=HERE), killed_dir, str(iterations)],
                             cwd=os.path.dirname(HERE))
@@ -68,7 +68,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_weights_of_a_run_never_killed(
             if checkpoint and read_state(checkpoint).iteration >= 1:
                 break
             time.sleep(0.02)
-        time.sleep(0.5)  # into iteration 2's self-play or training
+        time.sleep(0.1)  # into iteration 2's self-play or training
         assert proc.poll() is None, "the run ended before the kill"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
