@@ -7,8 +7,10 @@ with these helpers. Where timings were measured: :func:`agents.runs.machine_text
 from __future__ import annotations
 
 import os
+import time
 from typing import Sequence
 
+from agents.runs import read_json, write_json
 from minichess_envs.extras import MissingExtraError, require
 
 def baseline_table(rows: list[dict]) -> str:
@@ -125,3 +127,124 @@ def generation_throughput(total: dict) -> str:
     if rate is None:
         return "generation throughput not recorded"
     return f"{rate:,.0f} positions/s per worker while generating"
+
+
+def losses_plot(path: str, metrics: Sequence[dict]) -> bool:
+    """A PNG of the policy and value losses per iteration (the metrics rows of a training run)."""
+    return line_plot(path, [m["iteration"] for m in metrics],
+                     {"policy loss": [m["policy_loss"] for m in metrics], "value loss": [m["value_loss"] for m in metrics]},
+                     "iteration", "loss", "training losses")
+
+
+def settings_text(config) -> str:
+    """A settings dataclass as ``name = value`` lines (for a report's Settings block)."""
+    import dataclasses
+
+    return "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(config).items())
+
+
+def selfplay_text(metrics: Sequence[dict], workers: int, overlap: bool) -> str:
+    """Where self-play ran and what it cost, as a phrase, from an AlphaZero run's metrics rows."""
+    waited = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games
+    games = sum(m.get("games_s", m["selfplay_s"]) for m in metrics)  # the games' own wall-clock
+    positions = sum(m["samples"] for m in metrics)
+    where = f"in {workers} worker processes" if workers else "in the learner's process"
+    text = (f"self-play {where}: {games / 60:.1f} min of games, {positions:,} positions, "
+            f"{positions / max(games, 1e-9):,.0f} positions/s")
+    if overlap:
+        text += (f"; they overlapped the learning, which waited {waited / 60:.1f} min for them (games played with"
+                 " the weights of one iteration before)")
+    return text
+
+
+MOVE_SCORE_HEADER = ("value-preserving", "win->draw", "win->loss", "draw->loss")
+
+
+def move_score_rows(scores: dict[str, dict]) -> list[dict]:
+    """The rows of :func:`agents.arena.evaluation.score_moves` results (``{player: scores}``), all positions
+    and by player to move, as CSV rows."""
+    rows = []
+    for label, s in scores.items():
+        for side in ("all", "first player to move", "second player to move"):
+            r = s if side == "all" else s[side]
+            rows.append({"player": label, "to move": side, **{k: v for k, v in r.items() if not isinstance(v, dict)}})
+    return rows
+
+
+def move_score_table(rows: Sequence[dict], sides: bool = True) -> str:
+    """Markdown of :func:`move_score_rows` (``sides=False``: the "all" rows only, no "to move" column).
+
+    Blunders count positions: a won position where the move only draws (win->draw) or loses (win->loss),
+    and a drawn one where it loses (draw->loss)."""
+    shown = [r for r in rows if sides or r["to move"] == "all"]
+    return markdown_table(
+        ["player", *(["to move"] if sides else []), "positions", *MOVE_SCORE_HEADER],
+        [[r["player"], *([r["to move"]] if sides else []), f"{r['positions']:,}", f"{r['value_preserving']:.4f}",
+          r["win->draw"], r["win->loss"], r["draw->loss"]] for r in shown])
+
+
+def match_table(matches: Sequence) -> str:
+    """Markdown of :class:`agents.arena.MatchResult` s: W-D-L of the first player named, its win and not-lost
+    rates and score with 95% Wilson intervals, and how many games differ (by their final positions)."""
+    rows = []
+    for m in matches:
+        t = m.tally()
+        rates = [f"{rate:.3f} [{lo:.3f}, {hi:.3f}]" for rate, (lo, hi) in (
+            (t.wins / max(t.games, 1), t.rate_interval("wins")),
+            (t.not_lost / max(t.games, 1), t.rate_interval("not_lost")), (t.score, t.interval))]
+        rows.append([m.a, m.b, m.seats, f"{t.wins}-{t.draws}-{t.losses}", *rates, m.distinct])
+    return markdown_table(["player", "opponent", "player moves", "W-D-L", "win rate [95% Wilson]",
+                           "not lost [95% Wilson]", "score [95% Wilson]", "distinct"], rows)
+
+
+def random_match_table(matches) -> str:
+    """:class:`agents.arena.evaluation.RandomMatch` results (one per colour) as a markdown table."""
+    return markdown_table(["colour", "games", "W-D-L", "win rate [95% Wilson]"], [
+        [f"as {m.color}", m.games, f"{m.wins}-{m.draws}-{m.losses}",
+         f"{m.win_rate:.3f} [{m.win_interval[0]:.3f}, {m.win_interval[1]:.3f}]"] for m in matches])
+
+
+def draw_penalty_text(engine: str, weight: float, winning_cp: int) -> str:
+    """The report's sentence on the supervised draw penalty (``""`` when its weight is 0)."""
+    if not weight:
+        return ""
+    return f""" Where {engine} scores the side to move at
++{winning_cp} cp or more, the moves that draw at once (stalemate, too little material to mate,
+repetition) also get an unlikelihood loss, -log(1 - p(drawing moves)), weight {weight:g}
+(`agents.supervised.draw_move_loss`; Welleck et al. 2020): the engine's move says what to play, this says
+what not to play when winning."""
+
+
+def dagger_text(rounds: int, games: int, engine: str, nodes: int, table: str) -> str:
+    """The report's paragraph on the DAgger rounds, with ``table`` (:func:`agents.supervised.dagger_table`);
+    ``""`` without rounds."""
+    if not rounds:
+        return ""
+    return f"""
+Then {rounds} DAgger round{"s" if rounds != 1 else ""} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
+policy plays {games:,} games a colour against random (seeds 2,000,000 x round + i, apart from the scoring
+games), {engine} at {nodes} nodes labels every position the policy moved in, and training goes on for one
+epoch over all the data. The policy's games before each round's epoch:
+
+{table}
+"""
+
+
+class Stages:
+    """Wall-clock seconds per stage of an experiment, added up over resumed sessions in ``stages.json``
+    under ``out`` (read back only when ``resume``)."""
+
+    def __init__(self, out: str, resume: bool):
+        self.path = os.path.join(out, "stages.json")
+        self.seconds = read_json(self.path) if resume and os.path.exists(self.path) else {}
+
+    def timed(self, name: str, fn):
+        """``fn()``, its seconds added to stage ``name``."""
+        t0 = time.perf_counter()
+        result = fn()
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+        write_json(self.path, self.seconds)
+        return result
+
+    def table(self) -> str:
+        return markdown_table(["stage", "minutes"], [[name, f"{s / 60:.1f}"] for name, s in self.seconds.items()])

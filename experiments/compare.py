@@ -3,6 +3,7 @@
     python experiments/compare.py                           # 3x3 and gardner
     python experiments/compare.py --variant 3x3 --games 500 --h2h-games 100
     python -m experiments.compare --variant 3x3                # as a module, from the repository root
+    python experiments/compare.py --preset quick               # a smoke test
 
 For each variant the players are
 
@@ -11,7 +12,7 @@ For each variant the players are
   backend's one network for both colors, else RLlib's white and black policies
   joined by ``ByColorAgent``; on 3x3 one policy trained as either color from
   random legal starts). A missing PPO policy is trained here first (built-in
-  PPO, ``--ppo-steps`` env steps) under runs/compare/;
+  PPO, 250,000 env steps) under runs/compare/;
 * AlphaZero: ``runs/alphazero_<variant>/agent`` with its search, and its raw
   policy (no search). Absent runs are reported as absent and skipped;
 * baselines: the random player, greedy capture, minimax depth 1 and 2
@@ -20,7 +21,7 @@ For each variant the players are
 Protocol, identical for every player: ``versus_random`` over ``--games`` games
 per color (seed 0); on 3x3, ``score_agent`` against the exact tablebase on
 every non-terminal position; head to head, ``--h2h-games`` games in pairs:
-each pair starts from the same ``--opening-plies`` random plies (both players
+each pair starts from the same two random plies (both players
 are deterministic) and swaps colors, seeds ``game_seed(0, k)``. Training
 cost: env steps (PPO: a learner move plus the random reply; AlphaZero:
 self-play positions, one ply each), training wall-clock without evaluation,
@@ -32,23 +33,42 @@ their intervals) and prints the table; progress bars show the games played as it
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
 import time
+from typing import Annotated, Literal
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
+from agents.runs import (  # first: the OpenMP setting, before torch
+    Progress, checkpoint_dir, command_line, machine, machine_text, read_state, write_csv)
 
-import agents  # noqa: E402
-from agents.arena import game_seed, play_game, tally  # noqa: E402
-from agents.arena.evaluation import RandomMatch, versus_random  # noqa: E402
-from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.arena.evaluation import BASELINES, baseline_agent  # noqa: E402
-from agents.reports import interval_bars_plot, markdown_table  # noqa: E402
-from agents.runs import Progress, checkpoint_dir, machine, machine_text, read_state, write_csv  # noqa: E402
+import tyro
+
+import agents
+from agents.arena import game_seed, play_game, tally
+from agents.arena.evaluation import BASELINES, RandomMatch, baseline_agent, versus_random
+from agents.ppo.common import PPOSettings
+from agents.reports import interval_bars_plot, markdown_table
 
 COLORS = ("white", "black")
+Fixed = tyro.conf.Suppress  # set by a preset, not a flag
+
+
+@dataclasses.dataclass
+class Options:
+    """PPO and AlphaZero on one footing: same variant, same opponents, same games per color, same seeds."""
+
+    variant: Literal["3x3", "gardner", "both"] = "both"
+    out: str = "runs/compare"  # report.md, compare.csv, h2h.csv, compare.png, and PPO runs trained here
+    runs: str = "runs"  # where the AlphaZero and PPO runs are
+    games: int = 1000  # games per color against the random player
+    h2h_games: int = 200  # PPO against each AlphaZero player, in color-swapped pairs
+    opening_plies: Annotated[int, Fixed] = 2  # random plies at the start of head-to-head games
+    ppo_steps: Annotated[int, Fixed] = 250_000  # env steps for a PPO policy trained here
+    threads: Annotated[int, Fixed] = 1  # torch threads
+
+
+PRESETS = {"quick": dict(games=20, h2h_games=4, ppo_steps=2_000)}  # a smoke test
 
 
 @dataclasses.dataclass
@@ -63,23 +83,6 @@ class Player:
     train_s: float | None = None
     cores: str = "?"
     source: str = ""
-
-
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variant", choices=("3x3", "gardner", "both"), default="both")
-    p.add_argument("--out", default="runs/compare")
-    p.add_argument("--runs", default="runs", help="where the AlphaZero and PPO runs are")
-    p.add_argument("--games", type=int, default=1000, help="games per color against the random player")
-    p.add_argument("--h2h-games", type=int, default=200,
-                   help="PPO against each AlphaZero player, in color-swapped pairs")
-    p.add_argument("--opening-plies", type=int, default=2, help="random plies at the start of head-to-head games")
-    p.add_argument("--ppo-steps", type=int, default=250_000, help="env steps for a PPO policy trained here")
-    p.add_argument("--threads", type=int, default=1, help="torch threads")
-    args = p.parse_args(argv)
-    if min(args.games, args.h2h_games, args.ppo_steps) < 1:
-        p.error("--games, --h2h-games and --ppo-steps must be positive")
-    return args
 
 
 # -- the players ----------------------------------------------------------------------------------
@@ -253,7 +256,9 @@ def head_to_head(ppo: Player, other: Player, variant: str, args) -> dict:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = command_line(Options(), PRESETS, argv)
+    if min(args.games, args.h2h_games, args.ppo_steps) < 1:
+        raise SystemExit("--games, --h2h-games and --ppo-steps must be positive")
     import torch
 
     torch.set_num_threads(args.threads)

@@ -6,35 +6,51 @@
     python experiments/ppo_boardgames.py --resume                     # continue an interrupted run
 
 One network plays both seats (drawn per game); ``--opponent self`` trains against a pool of its past
-selves (``agents/ppo/selfplay.py``'s ``OpponentPool``) with ``--random-share`` of the games against the
-random player. The algorithm, checkpoints, resume, metrics, TensorBoard and the saved agent are the chess
-PPO's (``agents/ppo/native.py``, ``agents.runs``, ``PPOAgent``); the env, the linear policy head and the
+selves (``agents/ppo/selfplay.py``'s ``OpponentPool``) with 20% of the games against the random player.
+The algorithm, checkpoints, resume, metrics, TensorBoard and the saved agent are the chess PPO's
+(``agents/ppo/native.py``, ``agents.runs``, ``PPOAgent``); the env, the linear policy head and the
 evaluation are the game's task (``agents/ppo/task.py``'s ``BoardGameTask``).
 
 Judged at the end: Tic-Tac-Toe by our exhaustive minimax on every one of the 4,520 positions where the
 game goes on (value-preserving: the move keeps a win a win and a draw a draw), Connect Four by the
-perfect solver bitbully on the AlphaZero experiment's seeded sample of ``--sample`` positions (extra
-``[games]``; without it the sample is skipped with a note); both games by
-``--final-games`` games per seat against the random player, and Connect Four by ``--match-games`` per
-seat against alpha-beta depth 2 (``agents.games.connect_four``), each beside the random player's own
-result in the same games. Writes ``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv,
-matches.csv, win_rates.png, checkpoint/, tensorboard/ and agent/ (``agents.load(".../agent")``).
+perfect solver bitbully on the AlphaZero experiment's seeded sample of ``--games`` positions (extra
+``[games]``; without it the sample is skipped with a note); both games by ``--games`` games per seat
+against the random player, and Connect Four by a fifth as many per seat against alpha-beta depth 2
+(``agents.games.connect_four``), each beside the random player's own result in the same games. Writes
+``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv, matches.csv, win_rates.png,
+checkpoint/, tensorboard/ and agent/ (``agents.load(".../agent")``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
 import time
+from typing import Literal
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep: the machine is shared
+from agents.runs import command_line, machine, machine_text, write_csv  # first: the OpenMP setting, before torch
 
-from agents.ppo.common import PPOSettings  # noqa: E402
-from agents.ppo.task import BoardGameTask  # noqa: E402
-from agents.reports import curves_plot, markdown_table  # noqa: E402
-from agents.runs import machine, machine_text, write_csv  # noqa: E402
+from agents.ppo.common import PPOSettings, learning_curve
+from agents.ppo.native import train
+from agents.ppo.task import BoardGameTask
+from agents.reports import curves_plot, markdown_table
+
+
+@dataclasses.dataclass
+class Options:
+    """The built-in PPO on Tic-Tac-Toe and Connect Four, against the random player or in self-play."""
+
+    game: Literal["tictactoe", "connect_four"] = "tictactoe"
+    opponent: Literal["random", "self"] = "random"  # self: a pool of its past selves, 20% of games against random
+    out: str | None = None  # the run directory (default: runs/ppo_<game>_<opponent>)
+    steps: int | None = None  # env steps (learner moves); default: the game's, in GAME_DEFAULTS
+    minutes: float | None = None  # wall-clock limit, whichever comes first; default: the game's, in GAME_DEFAULTS
+    games: int = 500  # final games per seat against random (Connect Four: as many judged positions, a fifth vs depth 2)
+    resume: bool = False  # continue an interrupted run
+
+
+PRESETS = {"quick": dict(steps=512, games=10)}  # a smoke test: one iteration
 
 #: Per game: the budget (env steps and minutes, whichever comes first) and PPO's settings. The rewards
 #: come only at the end of short games, so gamma is near 1, unlike chess's material-shaped 0.3.
@@ -44,49 +60,23 @@ GAME_DEFAULTS = {
     "connect_four": dict(steps=2_000_000, minutes=15.0, lr=5e-4, train_batch=4096, num_envs=64, minibatch=512,
                          epochs=4, channels=48, conv_layers=3, value_hidden=128),
 }
+SEED = 0
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--game", choices=tuple(GAME_DEFAULTS), default="tictactoe")
-    p.add_argument("--opponent", choices=("random", "self"), default="random")
-    p.add_argument("--out", default=None, help="default: runs/ppo_<game>_<opponent>")
-    p.add_argument("--steps", type=int, default=None, help="env steps (learner moves); default: GAME_DEFAULTS")
-    p.add_argument("--minutes", type=float, default=None, help="wall-clock limit; default: GAME_DEFAULTS")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--lambda", dest="lambda_", type=float, default=0.95)
-    p.add_argument("--entropy", type=float, default=0.01)
-    for name in ("lr", "train_batch", "num_envs", "minibatch", "epochs", "channels", "conv_layers", "value_hidden"):
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=float if name == "lr" else int, default=None,
-                       help="default: GAME_DEFAULTS")
-    p.add_argument("--random-share", type=float, default=0.2, help="self-play: share of games against random")
-    p.add_argument("--pool-every", type=int, default=5, help="self-play: iterations between snapshots")
-    p.add_argument("--eval-games", type=int, default=200, help="games per seat for the learning curves")
-    p.add_argument("--eval-every", type=int, default=5, help="iterations between learning-curve points")
-    p.add_argument("--final-games", type=int, default=500, help="games per seat against random at the end")
-    p.add_argument("--match-games", type=int, default=100, help="Connect Four: games per seat against alpha-beta")
-    p.add_argument("--sample", type=int, default=500,
-                   help="Connect Four: solver-judged positions (the AlphaZero experiment's sample; needs bitbully)")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    defaults = GAME_DEFAULTS[args.game]
-    for key, value in defaults.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    args.out = args.out or f"runs/ppo_{args.game}_{args.opponent}"
-    if args.steps < 1 or args.minutes <= 0 or args.final_games < 1:
-        p.error("--steps, --minutes and --final-games must be positive")
-    return args
+def settings(args: Options) -> PPOSettings:
+    """The run's PPO settings: the game's from GAME_DEFAULTS, gamma 0.99, lambda 0.95, entropy 0.01."""
+    d = {k: v for k, v in GAME_DEFAULTS[args.game].items() if k not in ("steps", "minutes")}
+    return PPOSettings(game=args.game, agent_color="random", gamma=0.99, lambda_=0.95, entropy_coeff=0.01, seed=SEED,
+                       threads=1, selfplay=args.opponent == "self", selfplay_random=0.2, pool_every=5, **d)
 
 
-def settings_for(args) -> PPOSettings:
-    return PPOSettings(game=args.game, agent_color="random", gamma=args.gamma, lambda_=args.lambda_, lr=args.lr,
-                       entropy_coeff=args.entropy, train_batch=args.train_batch, minibatch=args.minibatch,
-                       epochs=args.epochs, num_envs=args.num_envs, channels=args.channels,
-                       conv_layers=args.conv_layers, value_hidden=args.value_hidden, seed=args.seed, threads=1,
-                       selfplay=args.opponent == "self", selfplay_random=args.random_share,
-                       pool_every=args.pool_every)
+def evaluation_sizes(args: Options) -> dict:
+    """Games and positions of the final evaluation (and the seed of its sample and players)."""
+    return {"final_games": args.games, "match_games": args.games // 5, "sample": args.games, "seed": SEED}
+
+
+def run_dir(args: Options) -> str:
+    return args.out or f"runs/ppo_{args.game}_{args.opponent}"
 
 
 def main(argv=None) -> int:
@@ -95,57 +85,55 @@ def main(argv=None) -> int:
     from agents import load
     from agents.arena import play_match
     from agents.arena.evaluation import score_moves
-    from agents.players.random_agent import RandomAgent
-    from minichess_envs.players import choose_actions
     from agents.games.connect_four import ConnectFourAlphaBeta, judged_sample
     from agents.games.tictactoe import solve_tictactoe
-    from agents.ppo import native
+    from agents.players.random_agent import RandomAgent
+    from minichess_envs.players import choose_actions
 
-    args = parse_args(argv)
+    args = command_line(Options(), PRESETS, argv)
+    if (args.steps is not None and args.steps < 1) or (args.minutes is not None and args.minutes <= 0) \
+            or args.games < 1:
+        raise SystemExit("error: --steps, --minutes and --games must be positive")
+    out, sizes, s = run_dir(args), evaluation_sizes(args), settings(args)
     torch.set_num_threads(1)
-    measured = machine()
-    started = time.perf_counter()
-    settings = settings_for(args)
-    state = native.train(settings, args.out, env_steps=args.steps, minutes=args.minutes, eval_games=args.eval_games,
-                         eval_every=args.eval_every, resume=args.resume, desc=f"ppo {args.game} vs {args.opponent}")
-    train_s = state.elapsed_s
+    measured, started = machine(), time.perf_counter()
+    state = train(s, out, env_steps=args.steps or GAME_DEFAULTS[args.game]["steps"],
+                  minutes=args.minutes or GAME_DEFAULTS[args.game]["minutes"], eval_games=min(200, args.games),
+                  eval_every=5, resume=args.resume, desc=f"ppo {args.game} vs {args.opponent}")
 
     print("final evaluation ...", flush=True)
     t = time.perf_counter()
-    agent = load(os.path.join(args.out, "agent"))
-    players = {"PPO": agent, "baseline: random": RandomAgent(args.seed + 2)}
+    players = {"PPO": load(os.path.join(out, "agent")), "baseline: random": RandomAgent(SEED + 2)}
     positions, move_values = [], []
     if args.game == "tictactoe":
         table = solve_tictactoe()
         positions = table.non_terminal()
         move_values = [table.move_values(g) for g in positions]
-    elif args.sample > 0:
+    else:
         try:
-            positions, move_values = judged_sample(args.sample, args.seed)
+            positions, move_values = judged_sample(sizes["sample"], SEED)
         except ImportError as exc:  # the solver is an optional extra: the matches still run
             print(f"note: no solver-judged sample: {exc}", flush=True)
     scores = {label: score_moves(positions, choose_actions(choose, positions, batch=1024), move_values)
               for label, choose in players.items()} if positions else {}
-    opponents = {"random": (lambda: RandomAgent(args.seed + 1), args.final_games)}
+    opponents = {"random": (lambda: RandomAgent(SEED + 1), sizes["final_games"])}
     if args.game == "connect_four":
-        opponents["alpha-beta depth 2"] = (lambda: ConnectFourAlphaBeta(2, args.seed + 1), args.match_games)
+        opponents["alpha-beta depth 2"] = (lambda: ConnectFourAlphaBeta(2, SEED + 1), sizes["match_games"])
     matches = [play_match(choose, make_opponent(), args.game, games, seats=seats, names=(label, name))
                for name, (make_opponent, games) in opponents.items()
                for label, choose in players.items() for seats in ("first", "second")]
     final_s = time.perf_counter() - t
-    write_report(args, settings, state, scores, matches, train_s, final_s, time.perf_counter() - started,
-                 machine_text(measured))
-    print(open(os.path.join(args.out, "report.md")).read())
+    write_report(args, out, s, state, scores, matches, final_s, time.perf_counter() - started, machine_text(measured))
+    print(open(os.path.join(out, "report.md")).read())
     return 0
 
 
-def write_report(args, settings, state, scores, matches, train_s, final_s, wall_s, measured_on: str) -> None:
-    out, metrics = args.out, state.metrics
-    evaluated = [m for m in metrics if "win_rate_first" in m]
-    curves = {f"{seat} vs random": ([m["env_steps"] for m in evaluated], [m[f"win_rate_{seat}"] for m in evaluated])
-              for seat in ("first", "second")}
+def write_report(args, out, settings, state, scores, matches, final_s, wall_s, measured_on: str) -> None:
+    metrics, train_s = state.metrics, state.elapsed_s
+    curves = {f"{seat} vs random": learning_curve(metrics, seat)[::2] for seat in ("first", "second")}
     curves_plot(os.path.join(out, "win_rates.png"), curves, "env steps (learner moves)", "win rate",
-                f"PPO on {args.game} ({args.opponent}): greedy policy against random, {args.eval_games} games a seat")
+                f"PPO on {args.game} ({args.opponent}): greedy policy against random, {min(200, args.games)} games "
+                "a seat")
     write_csv(os.path.join(out, "matches.csv"), [m.row() for m in matches])
     match_rows = [[m.a, m.b, m.seats, f"{t.wins}-{t.draws}-{t.losses}",
                    "**{:.3f}** [{:.3f}, {:.3f}]".format(t.wins / t.games, *t.rate_interval("wins")),
@@ -167,7 +155,7 @@ def write_report(args, settings, state, scores, matches, train_s, final_s, wall_
                              "goes on, the greedy policy's move against the solved values")
         else:
             title, judged = ("Solver-judged positions", f"The greedy policy's move in each of a seeded sample of "
-                             f"{args.sample} positions from real games (seed {args.seed}: the sample "
+                             f"{args.games} positions from real games (seed {SEED}: the sample "
                              "`experiments/alphazero_connect4.py` judges), against the perfect solver "
                              "bitbully's values")
         score_text = f"""## {title}

@@ -212,7 +212,7 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     (runs / "broken").mkdir(parents=True)
     (runs / "broken" / "agent.json").write_text("{not json")
     out = tmp_path / "out"
-    leaderboard.main(["--variant", "3x3", "--games", "4", "--reference-games", "50", "--depths", "1",
+    leaderboard.main(["--preset", "quick", "--variant", "3x3", "--games", "4",  # quick: 20 reference games, minimax d1
                       "--runs", str(runs), "--out", str(out), "--workers", "1"])
     printed = capsys.readouterr().out
     assert "skipping checkpoint" in printed and "| ref | random vs random |" in printed
@@ -222,7 +222,7 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     agents_ = {r["agent"] for r in rows if r["kind"] == "agent"}
     assert agents_ == {"random", "greedy", "minimax-d1", "perfect", "exp1/final"}
     ref = [r for r in rows if r["kind"] == "reference"]
-    assert len(ref) == 1 and int(ref[0]["games"]) == 50
+    assert len(ref) == 1 and int(ref[0]["games"]) == 20
     assert float(next(r for r in rows if r["agent"] == "random")["elo"]) == 0.0
     assert (out / "games.pgn").read_text().count("[Event ") == 10 * 4  # 5 agents: 10 pairings
 
@@ -232,7 +232,7 @@ def test_leaderboard_plot_keeps_its_titles_and_labels_inside_the_figure(tmp_path
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from experiments.leaderboard import plot
+    from agents.arena.leaderboard import leaderboard_plot as plot
 
     saved = []
     savefig = Figure.savefig
@@ -288,8 +288,7 @@ def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, caps
     cores = max(2, os.cpu_count() or 1)
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     out = tmp_path / "out"
-    leaderboard.main(["--variant", "3x3", "--games", "2", "--reference-games", "20", "--depths", "1",
-                      "--runs", str(runs), "--out", str(out)])
+    leaderboard.main(["--preset", "quick", "--variant", "3x3", "--runs", str(runs), "--out", str(out)])
     assert f"workers: {cores}" in capsys.readouterr().out
     rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
     assert {r["agent"] for r in rows if r["kind"] == "agent"} == {"random", "greedy", "minimax-d1", "perfect",

@@ -45,11 +45,32 @@ def test_every_experiment_starts_as_a_script_and_as_a_module(name):
         assert "usage:" in done.stdout
 
 
+def test_a_quick_ppo_gardner_run_trains_and_judges_both_rule_sets(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    import csv
+
+    import agents
+
+    done = run(["experiments/ppo_gardner.py", "--preset", "quick", "--out", str(tmp_path)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = list(csv.DictReader(open(tmp_path / "results.csv")))
+    assert {(r["trained_rules"], r["eval_rules"], r["color"]) for r in results} == {
+        (t, e, c) for t in ("kingcapture", "checkmate") for e in ("kingcapture", "checkmate")
+        for c in ("white", "black")}
+    assert all(int(r["games"]) == 10 and 0 <= float(r["win_rate"]) <= 1 for r in results)
+    assert len(list(csv.DictReader(open(tmp_path / "baselines.csv")))) == 16  # 4 players, 2 colors, 2 rule sets
+    assert {int(m["games"]) for m in csv.DictReader(open(tmp_path / "matches.csv"))} == {2}
+    for rules in ("kingcapture", "checkmate"):
+        metrics = list(csv.DictReader(open(tmp_path / f"native_{rules}_random" / "metrics.csv")))
+        assert len(metrics) == 1 and "win_rate_white" in metrics[0]
+        assert agents.load(str(tmp_path / f"native_{rules}_random" / "agent")) is not None
+
+
 def test_a_tiny_leaderboard_runs_both_ways_and_states_the_machine(tmp_path):
     for k, launch in enumerate((["experiments/leaderboard.py"], ["-m", "experiments.leaderboard"])):
         out = tmp_path / f"out{k}"
-        done = run([*launch, "--variant", "3x3", "--games", "2", "--reference-games", "20", "--depths", "1",
-                    "--no-engines", "--runs", str(tmp_path / "runs"), "--out", str(out), "--workers", "1"])
+        done = run([*launch, "--preset", "quick", "--variant", "3x3", "--runs", str(tmp_path / "runs"),
+                    "--out", str(out), "--workers", "1"])
         assert done.returncode == 0, done.stderr[-2000:]
         report = (out / "leaderboard.md").read_text()
         assert "load average" in report and f"({os.cpu_count()} cores)" in report
@@ -63,24 +84,21 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
         find_engine("fairy-stockfish")
     except EngineNotFoundError as exc:
         pytest.skip(str(exc))
-    out = tmp_path / "gardner"
-    done = run(["experiments/alphazero_gardner.py", "--out", str(out), "--iterations", "2", "--games", "4",
-                "--simulations", "4", "--eval-games", "2", "--final-games", "2", "--opponent-games", "2",
-                "--ladder-every", "2", "--ladder-openings", "1", "--ladder-levels", "1", "--final-levels", "1",
-                "--final-openings", "2", "--pretrain-games", "6", "--pretrain-epochs", "1", "--eval-simulations", "4",
-                "--device", "cpu", "--threads", "1", "--blocks", "1", "--channels", "8",
-                "--eval-move-choice", "lcb"])
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = (out / "report.md").read_text()
-    assert "searches with 4 simulations a move and plays the move with the best lower confidence bound" in report
+    import csv
+
     import agents
 
-    assert agents.load(str(out / "agent")).search.move_choice == "lcb"
-    assert "| fsf-n1 | +0 | 4 |" in report  # both colors of each opening
-    assert "a short ladder (1 openings, both" in report and (out / "elo_vs_time.png").exists()
-    header = (out / "metrics.csv").read_text().splitlines()[0]
-    assert "ladder_elo" in header and "training_s" in header
-    assert "The network first learned from 6 Fairy-Stockfish games" in report and (out / "pretrain" / "agent").is_dir()
+    out = tmp_path / "gardner"
+    done = run(["experiments/alphazero_gardner.py", "--preset", "quick", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    agent = agents.load(str(out / "agent"))
+    assert agent.search.move_choice == "lcb" and agent.simulations == 4  # the quick preset's judged search
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2]
+    assert rows[-1]["ladder_elo"] and float(rows[-1]["training_s"]) > 0 and rows[-1]["ladder_fsf-n1_score"]
+    assert not rows[0]["ladder_elo"]  # a short ladder every 2 iterations
+    assert (out / "elo_vs_time.png").exists() and (out / "pretrain" / "agent").is_dir()
+    assert agents.load(str(out / "pretrain" / "agent")).net.config == agent.net.config
 
 
 def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
@@ -99,9 +117,8 @@ def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
     AlphaZeroAgent(net, "gardner", simulations=0).save(str(tmp_path / "runs" / "tiny"))
     assert agents.load(str(tmp_path / "runs" / "tiny")).simulations == 0
     out = tmp_path / "board"
-    done = run(["experiments/leaderboard.py", "--variant", "gardner", "--games", "2", "--reference-games", "2",
-                "--depths", "1", "--no-engines", "--runs", str(tmp_path / "runs"), "--out", str(out),
-                "--workers", "2", "--ladder", "--ladder-levels", "1", "--ladder-openings", "2"])
+    done = run(["experiments/leaderboard.py", "--preset", "quick", "--variant", "gardner", "--runs",
+                str(tmp_path / "runs"), "--out", str(out), "--workers", "2", "--ladder"])  # quick: fsf-n1, 2 openings
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "leaderboard.md").read_text()
     assert "## Strength ladder: tiny (gardner)" in report and "| fsf-n1 | +0 | 4 |" in report
@@ -113,15 +130,36 @@ def test_a_tiny_connect_four_run_reports_the_value_head_against_the_solver(tmp_p
     import csv
 
     out = tmp_path / "c4"
-    done = run(["experiments/alphazero_connect4.py", "--out", str(out), "--iterations", "2", "--games", "8",
-                "--simulations", "8", "--sample", "40", "--match-games", "2", "--solver-games", "1",
-                "--eval-simulations", "8"])
+    done = run(["experiments/alphazero_connect4.py", "--preset", "quick", "--out", str(out)])
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     assert len(rows) == 2 and all(0 <= float(r["value_agreement"]) <= 1 and float(r["value_mse"]) >= 0 for r in rows)
-    report = (out / "report.md").read_text()
-    assert f"agrees with the solver's value of {float(rows[-1]['value_agreement']):.3f} of the sample" in report
-    assert "| MCTS 8, LCB |" in report and "best lower confidence bound" in report
+    scores = {(r["player"], r["to move"]): r for r in csv.DictReader(open(out / "scores.csv"))}
+    assert int(scores[("MCTS 8, LCB", "all")]["positions"]) == 40
+    assert 0 <= float(scores[("raw policy", "all")]["value_preserving"]) <= 1
+    matches = list(csv.DictReader(open(out / "matches.csv")))
+    assert {(m["player"], m["opponent"], m["player moves"]) for m in matches} == {
+        (p, o, s) for p in ("MCTS 8, LCB", "raw policy") for o in ("alpha-beta depth 4", "perfect solver")
+        for s in ("first", "second")}
     import agents
 
     assert agents.load(str(out / "agent")).search.move_choice == "lcb"  # the agent plays as it was judged
+
+
+def test_a_tiny_tictactoe_run_scores_every_position(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    import csv
+
+    import agents
+
+    out = tmp_path / "ttt"
+    done = run(["-m", "experiments.alphazero_tictactoe", "--preset", "quick", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert len(rows) == 2 and all(0 <= float(r["score_mcts_value_preserving"]) <= 1 for r in rows)
+    scores = {(r["player"], r["to move"]): r for r in csv.DictReader(open(out / "scores.csv"))}
+    assert int(scores[("raw policy", "all")]["positions"]) == 4520
+    assert float(scores[("raw policy", "all")]["value_preserving"]) == float(rows[-1]["score_policy_value_preserving"])
+    matches = list(csv.DictReader(open(out / "matches.csv")))
+    assert len(matches) == 8 and all(int(m["games"]) == 2 for m in matches)
+    assert agents.load(str(out / "agent")).simulations == 8

@@ -62,3 +62,13 @@ def test_a_ladder_is_calibrated_published_and_played(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="bad.json"):
         Ladder.load("gardner", str(tmp_path / "bad.json"))
+
+
+def test_the_engine_ladder_is_the_published_one_or_none_saying_why(capsys):
+    from agents.arena.ladder import Ladder, engine_ladder
+
+    ladder = engine_ladder("gardner")
+    if HAVE_FSF:
+        assert ladder == Ladder.load("gardner") and len(ladder.openings) == 100
+    else:
+        assert ladder is None and "no strength ladder: fairy-stockfish not found" in capsys.readouterr().out

@@ -198,26 +198,30 @@ ENGINES = all(shutil.which(e) or shutil.which(e, path="/usr/games") for e in ("f
 @pytest.mark.slow
 @pytest.mark.skipif(not ENGINES, reason="needs fairy-stockfish and stockfish (apt install fairy-stockfish stockfish)")
 @pytest.mark.parametrize("script,args", [
-    ("supervised_gardner", ["--games", "12", "--epochs", "1", "--selfplay-iterations", "1", "--selfplay-games", "4",
-                            "--match-games", "2", "--tournament-games", "2", "--random-games", "10",
-                            "--simulations", "4", "--random-opponent", "0.5", "--ladder-openings", "1",
-                            "--dagger-rounds", "1", "--dagger-games", "3"]),
-    ("supervised_chess", ["--games", "4", "--epochs", "1", "--blocks", "1", "--channels", "8",
-                          "--tournament-games", "2", "--engine-nodes", "1", "--dagger-games", "3",
-                          "--random-games", "4", "--tournament-simulations", "2"]),
+    ("supervised_gardner", ["--preset", "quick"]),  # 12 games, 1 epoch, 1 DAgger round, 1 self-play iteration
+    ("supervised_chess", ["--preset", "quick"]),  # 4 games, 1 epoch, 1 DAgger round, search 2 in the tournament
 ])
 def test_the_supervised_experiments_run_end_to_end_and_resume(tmp_path, script, args):
+    import json
+
+    import agents
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": root, "MPLBACKEND": "Agg"}
     command = [sys.executable, f"experiments/{script}.py", "--out", str(tmp_path / "out"), "--workers", "1", *args]
     for extra in ([], ["--resume"]):  # the second run finds every stage done and reports again
         done = subprocess.run(command + extra, cwd=root, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-        report = (tmp_path / "out" / "report.md").read_text()
-        assert "Checkpoint tournament" in report and "load average" in report
-        assert "Then 1 DAgger round (" in report
-        if script == "supervised_chess":  # the checkpoints searched in the tournament
-            assert "playing by its search, 2 simulations a move" in report
+        out = tmp_path / "out"
+        assert (out / "report.md").stat().st_size > 0
+        assert len((out / "pretraining.csv").read_text().splitlines()) == 1 + 2  # the epoch, then DAgger's
+        assert set(json.loads((out / "stages.json").read_text())) >= {"pretraining", "dagger", "tournament"}
+        assert agents.load(str(out / "pretrain" / "agent")).game == script.split("_")[1]
+        if script == "supervised_chess":  # epochs 0-2 and Stockfish at 1 node, rated
+            assert len((out / "tournament.csv").read_text().splitlines()) == 1 + 4
+        else:  # the pretrained network and both self-play runs against minimax and the three ladder levels
+            rows = list(csv.DictReader(open(out / "matches.csv")))
+            assert len(rows) == 3 * 4 and {r["player"] for r in rows} == {"pretrained", "scratch"}
 
 
 FAIRY = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games")

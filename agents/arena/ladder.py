@@ -163,6 +163,18 @@ class LadderResult:
         return match.tally(self.agent)
 
 
+def engine_ladder(variant: str) -> Ladder | None:
+    """The published ladder of ``variant``, or ``None`` (saying why) where Fairy-Stockfish is not installed."""
+    from agents.players.uci import EngineNotFoundError, find_engine
+
+    try:
+        find_engine("fairy-stockfish")
+    except EngineNotFoundError as exc:
+        print(f"no strength ladder: {exc}", flush=True)
+        return None
+    return Ladder.load(variant)
+
+
 def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Ladder | None = None,
                 openings: int | None = None, workers: int | None = None,
                 progress: Callable | None = None) -> LadderResult:

@@ -240,6 +240,26 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
     return state
 
 
+def train_seconds(metrics: list[dict]) -> float:
+    """A run's training wall-clock (sampling, learning, checkpoints) from its metrics rows, the learning-curve
+    games (``eval_s``) left out."""
+    if not metrics:
+        return 0.0
+    return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics)
+
+
+def learning_curve(metrics: list[dict], color: str) -> tuple[list, list, list]:
+    """(env steps, training seconds, win rate as ``color``) at the iterations that were evaluated."""
+    steps, seconds, rates, evals = [], [], [], 0.0
+    for m in metrics:
+        evals += m.get("eval_s", 0.0)
+        if f"win_rate_{color}" in m:
+            steps.append(m["env_steps"])
+            seconds.append(m["elapsed_s"] - evals)
+            rates.append(m[f"win_rate_{color}"])
+    return steps, seconds, rates
+
+
 def _summary(row: dict) -> str:
     rates = [f"win {k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
     return ", ".join([f"return {row['episode_return_mean']:.3f}", *rates,

@@ -9,7 +9,8 @@ Read top to bottom:
 * :func:`train`: iterations of ``algo.train()`` with a win-rate evaluation,
   a checkpoint and the agent written after each, resumable;
 * :func:`alpha_mini`: Alpha-Mini's procedure, white and black policies trained
-  in turns against each other's previous versions mixed with random moves.
+  in turns against each other's previous versions mixed with random moves;
+* :func:`run_sweep`: a grid of (gamma, lambda) points as Ray Tune trials, any backend.
 
 Both configs use :class:`~agents.ppo.rllib_module.MaskedPPOModule`, so no
 policy ever samples an illegal action. Sampling and learning run in this
@@ -29,7 +30,8 @@ import warnings
 import torch
 
 from agents.ppo.agent import PPOAgent
-from agents.ppo.common import AGENT, Backend, PPOSettings, net_from_weights, numpy_to_torch, torch_to_numpy, train_loop
+from agents.ppo.common import (AGENT, Backend, PPOSettings, net_from_weights, numpy_to_torch, torch_to_numpy,
+                               train_loop, train_seconds)
 from agents.ppo.task import Task, make_opponent, task_for
 from agents.runs import RunState, read_json, write_csv, write_json
 
@@ -372,3 +374,79 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
             print(f"alpha-mini step {k}: white vs random {row['white_win_rate_white']:.3f}, "
                   f"black vs random {row['black_win_rate_black']:.3f}", flush=True)
     return rows
+
+
+# -- sweeps with Ray Tune ---------------------------------------------------------------------
+
+
+def trainer_for(backend: str):
+    """The ``train`` function of a backend: ``"native"`` (built in), ``"rllib"`` or ``"sb3"``."""
+    if backend == "native":
+        from agents.ppo import native
+
+        return native.train
+    if backend == "sb3":
+        from agents.ppo import sb3_train
+
+        return sb3_train.train
+    if backend != "rllib":
+        raise ValueError(f"unknown PPO backend {backend!r}: native, rllib or sb3")
+    return train
+
+
+def sweep_trial(config: dict) -> None:
+    """One (gamma, lambda) point as a Ray Tune trial: train, report each iteration, then a final evaluation
+    of ``config["final_games"]`` games against the random player (seed 0)."""
+    from ray import tune
+
+    import agents
+    from agents.arena.evaluation import versus_random
+
+    settings = dataclasses.replace(PPOSettings.from_dict(config["settings"]), gamma=config["point"]["gamma"],
+                                   lambda_=config["point"]["lambda"])
+    run_dir = os.path.join(config["out"], f"gamma{settings.gamma:g}_lambda{settings.lambda_:g}")
+    state = trainer_for(config["backend"])(
+        settings, run_dir, env_steps=config["steps"], eval_games=config["eval_games"], eval_every=5, resume=True,
+        verbose=False,
+        on_iteration=lambda row: tune.report({k: v for k, v in row.items() if isinstance(v, (int, float))}))
+    match = versus_random(agents.load(os.path.join(run_dir, AGENT)), settings.variant, games=config["final_games"],
+                          color=settings.agent_color, seed=0)
+    lo, hi = match.win_interval
+    tune.report({"final_win_rate": match.win_rate, "final_win_low": lo, "final_win_high": hi,
+                 "final_games": match.games, "env_steps": state.env_steps, "train_s": train_seconds(state.metrics),
+                 "done": True})
+
+
+def run_sweep(settings: PPOSettings, points: list[tuple[float, float]], out: str, env_steps: int,
+              eval_games: int = 200, final_games: int = 1000, concurrency: int = 2, backend: str = "rllib",
+              verbose: bool = True) -> list[dict]:
+    """A grid of (gamma, lambda) ``points`` as Ray Tune trials (one CPU each, ``concurrency`` at a time).
+
+    Each trial trains ``settings`` at its point for ``env_steps`` env steps with ``backend``
+    (:func:`trainer_for`) in ``<out>/gamma<g>_lambda<l>/`` (resumed when there), then plays
+    ``final_games`` greedy games against the random player. Tune's records go to ``<out>/tune/``.
+    Returns one row per finished trial, in the order of ``points`` (a failed trial is printed and left out).
+    """
+    from ray import tune
+
+    out = os.path.abspath(out)  # trials run in their own working directories
+    os.makedirs(out, exist_ok=True)
+    init_ray(num_cpus=os.cpu_count())
+    param_space = {"point": tune.grid_search([{"gamma": g, "lambda": lam} for g, lam in points]),
+                   "settings": dataclasses.asdict(settings), "out": out, "backend": backend, "steps": env_steps,
+                   "eval_games": eval_games, "final_games": final_games}
+    tuner = tune.Tuner(tune.with_resources(sweep_trial, {"cpu": 1}), param_space=param_space,
+                       tune_config=tune.TuneConfig(max_concurrent_trials=concurrency),
+                       run_config=tune.RunConfig(name="ppo_gamma_lambda", storage_path=os.path.join(out, "tune"),
+                                                 verbose=1 if verbose else 0))
+    rows = []
+    for result in tuner.fit():
+        if result.error or not result.metrics or "final_win_rate" not in result.metrics:
+            print(f"trial {(result.config or {}).get('point')} failed: {result.error}", flush=True)
+            continue
+        point, m = result.config["point"], result.metrics
+        rows.append({"gamma": point["gamma"], "lambda": point["lambda"], "win_rate": m["final_win_rate"],
+                     "win_low": m["final_win_low"], "win_high": m["final_win_high"], "games": m["final_games"],
+                     "env_steps": m["env_steps"], "train_s": m["train_s"]})
+    order = [tuple(p) for p in points]
+    return sorted(rows, key=lambda r: order.index((r["gamma"], r["lambda"])))

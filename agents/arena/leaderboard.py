@@ -1,0 +1,266 @@
+"""The leaderboard: every available agent of a variant against random and each other, with Elo and tables.
+
+:func:`saved_players` finds the saved agents under a runs folder (:func:`agents.spec.saved_agents`) and
+loads them; :func:`variant_players` puts them beside the baselines, the engines and the tablebase player;
+:func:`play_board` plays one variant's round robin and its random-vs-random reference, and a
+:class:`Board` writes its markdown section and CSV rows; :func:`ladder_section` plays a saved agent through
+its variant's published ladder; :func:`leaderboard_plot` draws every variant's Elo.
+experiments/leaderboard.py is the command line.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import time
+from typing import Sequence
+
+from agents.arena import all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally
+from agents.arena.ladder import Ladder, ladder_table, play_ladder
+from agents.arena.ratings import elo_mle
+from agents.base import MANIFEST, load, manifest_game
+from agents.players.uci import EngineNotFoundError
+from agents.spec import saved_agents
+from minichess_envs.variants import Variant, get_variant
+
+DEFAULT_VARIANTS = ("gardner", "gardner-kingcapture", "3x3")
+
+
+def saved_players(runs: str, skip: str = "leaderboard") -> list[tuple[str, str, object]]:
+    """``(variant, name, agent)`` for every loadable saved agent under ``runs`` (names relative to it),
+    leaving out the folder ``skip`` (the leaderboards themselves); a broken one is skipped with a note."""
+    found = []
+    for name, path in saved_agents(runs).items():
+        if name == skip or name.startswith(skip + os.sep):
+            continue
+        try:
+            agent = load(path)
+            variant = getattr(agent, "variant", None) or manifest_game(path)
+            variant = get_variant(variant).name if isinstance(variant, (str, Variant)) else None
+        except Exception as exc:  # one broken checkpoint must not stop the leaderboard
+            print(f"skipping checkpoint {path}: {type(exc).__name__}: {exc}")
+            continue
+        if variant is None:
+            print(f"skipping checkpoint {path}: neither the agent nor its {MANIFEST} names a variant")
+            continue
+        agent.name = name
+        found.append((variant, name, agent))
+    return found
+
+
+def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), nodes: Sequence[int] = (1, 10, 100),
+                    engines: bool = True, runs_label: str = "runs") -> list:
+    """Random, greedy, minimax at ``depths``, the tablebase player on 3x3, Fairy-Stockfish (Stockfish on 8x8)
+    at ``nodes`` where installed, and the ``saved`` agents of ``variant`` (a name a baseline holds is
+    prefixed with ``runs_label``)."""
+    from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
+    from agents.players.perfect import PerfectAgent
+
+    players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in depths]
+    if variant == "3x3":
+        players.append(PerfectAgent("3x3"))
+    if engines and get_variant(variant).fairy_stockfish:
+        for n in nodes:
+            try:
+                players.append(UCIEngineAgent(variant, nodes=n))
+            except (EngineNotFoundError, ValueError) as exc:
+                print(f"{variant}: no engine: {exc}")
+                break
+    for v, name, agent in saved:
+        if v == variant:
+            taken = {p.name for p in players}
+            agent.name = name if name not in taken else f"{runs_label}/{name}"
+            players.append(agent)
+    return players
+
+
+def reference(variant: str, games: int, seed: int):
+    """Random against random: the color balance of the variant (a tally from White's side, mean plies)."""
+    from agents import RandomAgent
+
+    player = RandomAgent()
+    records = [play_game(player, player, variant, game_seed(seed, i), pgn=False) for i in range(games)]
+    return color_tally(records), sum(r.plies for r in records) / max(1, games)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def ci(low: float, high: float, scale: float = 100, digits: int = 1) -> str:
+    return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+
+@dataclasses.dataclass
+class Board:
+    """One variant's leaderboard: the standings (one dict per agent, strongest first), the matches and the
+    random-vs-random reference."""
+
+    variant: str
+    names: list
+    matches: list
+    rows: list
+    reference: object
+    reference_plies: float
+
+    def markdown(self) -> str:
+        """The variant's section: standings with Elo and results against random, the reference row, the
+        score of every pairing and how the games ended."""
+        lines = [f"## {self.variant}", "",
+                 "| rank | agent | Elo | 95% CI | vs random as White | vs random as Black | score vs random "
+                 "| score vs all | games |",
+                 "|---:|---|---:|---|---|---|---|---|---:|"]
+        for row in self.rows:
+            o, vs = row["overall"], row["vs_random"]
+            if vs:
+                s = vs[None]
+                vs_cells = (f"+{vs['white'].wins} ={vs['white'].draws} -{vs['white'].losses}",
+                            f"+{vs['black'].wins} ={vs['black'].draws} -{vs['black'].losses}",
+                            f"{pct(s.score)} {ci(*s.interval)}")
+            else:
+                vs_cells = ("", "", "")
+            lines.append(f"| {row['rank']} | {row['agent']} | {row['elo']:.0f} | "
+                         f"{ci(row['elo_low'], row['elo_high'], 1, 0)} | {' | '.join(vs_cells)} "
+                         f"| {pct(o.score)} {ci(*o.interval)} | {o.games} |")
+        ref = self.reference
+        w, d, b = ref.rate_interval("wins"), ref.rate_interval("draws"), ref.rate_interval("losses")
+        lines.append(f"| ref | random vs random | 0 | | White wins {pct(ref.wins / ref.games)} {ci(*w)} "
+                     f"| Black wins {pct(ref.losses / ref.games)} {ci(*b)} | draws {pct(ref.draws / ref.games)} "
+                     f"{ci(*d)} | White's score {pct(ref.score)} | {ref.games} |")
+        names = self.names
+        lines += ["", f"Reference: {ref.games} random-vs-random games, {self.reference_plies:.1f} plies on average.",
+                  "", "Score of the row agent against the column agent:", "",
+                  "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        score = {}
+        for m in self.matches:
+            t = m.tally()
+            score[m.a, m.b], score[m.b, m.a] = t.score, 1 - t.score
+        for a in names:
+            lines.append(f"| {a} | " + " | ".join(pct(score[a, b]) if (a, b) in score else "" for b in names) + " |")
+        terminations = collections.Counter(g.termination for g in all_games(self.matches))
+        lines += ["", "Game ends: " + ", ".join(f"{k} {v}" for k, v in terminations.most_common()), ""]
+        return "\n".join(lines)
+
+    def csv_rows(self) -> list[dict]:
+        """One row per agent and the reference row (counted from White's side: wins = White wins)."""
+        out = []
+        for row in self.rows:
+            o, vs = row["overall"], row["vs_random"].get(None)
+            out.append(dict(variant=self.variant, kind="agent", rank=row["rank"], agent=row["agent"],
+                            elo=round(row["elo"], 1), elo_low=round(row["elo_low"], 1),
+                            elo_high=round(row["elo_high"], 1), games=o.games, wins=o.wins, draws=o.draws,
+                            losses=o.losses, score=round(o.score, 4), score_low=round(o.interval[0], 4),
+                            score_high=round(o.interval[1], 4), **_vs_columns(vs)))
+        ref = self.reference
+        out.append(dict(variant=self.variant, kind="reference", rank="", agent="random vs random (White)", elo=0.0,
+                        elo_low="", elo_high="", games=ref.games, wins=ref.wins, draws=ref.draws, losses=ref.losses,
+                        score=round(ref.score, 4), score_low=round(ref.interval[0], 4),
+                        score_high=round(ref.interval[1], 4), **_vs_columns(None)))
+        return out
+
+
+def standings(variant: str, names, matches, prior_draws: float) -> list[dict]:
+    """One row per agent, strongest first: Elo (random = 0) and its interval, results against random (per
+    color and overall) and against all."""
+    games = all_games(matches)
+    ratings = elo_mle(rating_results(games), anchor="random", prior_draws=prior_draws, players=names)
+    rows = []
+    for rank, (name, r) in enumerate(ratings.items(), 1):
+        overall = tally(games, name)
+        vs = {c: tally(games, name, "random", c) for c in ("white", "black", None)} if name != "random" else {}
+        rows.append(dict(variant=variant, rank=rank, agent=name, elo=r.elo, elo_low=r.low, elo_high=r.high,
+                         games=overall.games, overall=overall, vs_random=vs))
+    return rows
+
+
+def play_board(variant: str, players: list, games: int, seed: int = 0, workers: int = 1, opening_plies: int = 0,
+               prior_draws: float = 1.0, reference_games: int = 1000) -> Board:
+    """The round robin of ``players`` on ``variant`` (``games`` a pairing, colors alternating, an illegal move
+    forfeits), with progress lines, and the random-vs-random reference; closes the players."""
+    t0 = time.perf_counter()
+    ref, ref_plies = reference(variant, reference_games, seed)
+    print(f"[{variant}] random vs random over {ref.games} games: White {pct(ref.wins / ref.games)}, "
+          f"draws {pct(ref.draws / ref.games)}, Black {pct(ref.losses / ref.games)}")
+    names = [a.name for a in players]
+    pairings = [(i, j) for i in range(len(players)) for j in range(i + 1, len(players))]
+    done = collections.Counter()
+
+    def progress(record, n, total):
+        p_index = int(record.round.split(".")[0]) - 1
+        done[p_index] += 1
+        if done[p_index] == games:
+            i, j = pairings[p_index]
+            print(f"[{variant} {sum(c == games for c in done.values())}/{len(pairings)}] "
+                  f"{names[i]} vs {names[j]} done; {n}/{total} games, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    try:
+        matches = run_tournament(players, variant, games, seed, workers=workers, progress=progress,
+                                 illegal="forfeit", opening_plies=opening_plies)
+    finally:
+        close_agents(players)
+    board = Board(variant, names, matches, standings(variant, names, matches, prior_draws), ref, ref_plies)
+    print(f"[{variant}] {len(all_games(matches))} games in {time.perf_counter() - t0:.0f} s")
+    return board
+
+
+def _vs_columns(t) -> dict:
+    if t is None:
+        return dict(vs_random_wins="", vs_random_draws="", vs_random_losses="", vs_random_score="",
+                    vs_random_low="", vs_random_high="")
+    return dict(vs_random_wins=t.wins, vs_random_draws=t.draws, vs_random_losses=t.losses,
+                vs_random_score=round(t.score, 4), vs_random_low=round(t.interval[0], 4),
+                vs_random_high=round(t.interval[1], 4))
+
+
+def ladder_section(variant: str, name: str, agent, levels: Sequence[int] = (1, 10, 100, 1000),
+                   openings: int | None = None, workers: int = 1) -> str | None:
+    """A markdown section: the saved agent against its variant's published Fairy-Stockfish ladder (``openings``
+    of the published ones, both colors each; all when ``None``); ``None`` (and a note) when the variant has
+    no ladder or the engine is missing."""
+    try:
+        ladder = Ladder.load(variant)
+    except ValueError as exc:
+        print(f"{name}: no ladder: {exc}")
+        return None
+    t0 = time.perf_counter()
+    try:
+        result = play_ladder(agent, variant, tuple(levels), ladder, openings=openings, workers=workers)
+    except (EngineNotFoundError, ValueError) as exc:
+        print(f"{name}: ladder not played: {exc}")
+        return None
+    games = 2 * len(ladder.openings[:openings] if openings else ladder.openings)
+    print(f"[{variant} ladder] {name}: Elo {result.elo.elo:+.0f} in {time.perf_counter() - t0:.0f} s", flush=True)
+    return (f"## Strength ladder: {name} ({variant})\n\nFairy-Stockfish at fixed node budgets from the "
+            f"published balanced openings, {games} games a level (both colors of each); levels' Elo "
+            f"from the published calibration (fsf-n1 = 0); see docs/ladder.md.\n\n{ladder_table(result)}\n")
+
+
+def leaderboard_plot(boards: dict[str, list[dict]], path: str) -> bool:
+    """Elo with 95% intervals, one panel per variant (``{variant: standings rows}``); False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no leaderboard.png (pip install matplotlib)")
+        return False
+    # the width grows with the longest agent name, so the panels keep their width and titles fit
+    longest = max(len(r["agent"]) for rows in boards.values() for r in rows)
+    height = 0.5 + 0.9 * len(boards) + 0.4 * sum(len(r) for r in boards.values())
+    fig, axes = plt.subplots(len(boards), 1, figsize=(4.5 + 0.085 * longest, height), squeeze=False)
+    fig.suptitle("Elo, random = 0 (95% profile-likelihood intervals)", fontsize=10)
+    for ax, (variant, rows) in zip(axes[:, 0], boards.items()):
+        rows = rows[::-1]  # strongest on top
+        y = range(len(rows))
+        elo = [r["elo"] for r in rows]
+        err = [[r["elo"] - r["elo_low"] for r in rows], [r["elo_high"] - r["elo"] for r in rows]]
+        ax.errorbar(elo, y, xerr=err, fmt="o", capsize=3)
+        ax.set_yticks(list(y), [r["agent"] for r in rows])
+        ax.axvline(0, color="grey", lw=0.8, ls="--")
+        ax.set_title(variant, fontsize=10, loc="left")
+        ax.set_xlabel("Elo")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
