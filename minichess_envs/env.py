@@ -275,7 +275,7 @@ class Duel:
         return reward
 
 
-def check_options(agent_color: str, reward: str, illegal_action: str, render_mode, render_modes,
+def check_env_options(agent_color: str, reward: str, illegal_action: str, render_mode, render_modes,
                   draws: str = "automatic") -> None:
     """Validate the options the single and vector envs share."""
     if draws not in DRAWS:
@@ -341,7 +341,7 @@ class MiniChessEnv(gym.Env):
         render_mode: str | None = None,
     ):
         self.variant = get_variant(variant)
-        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
+        check_env_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
         self.agent_color = agent_color
         self.illegal_action = illegal_action
         self.draws = draws

@@ -60,7 +60,7 @@ from minichess_envs.env import (
     Duel,
     Opponent,
     StartPositions,
-    check_options,
+    check_env_options,
     draw_color,
     episode_pgn,
     observation_space,
@@ -144,7 +144,7 @@ class MiniChessVectorEnv(gym.vector.VectorEnv):
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, not {num_envs!r}")
         self.variant = get_variant(variant)
-        check_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
+        check_env_options(agent_color, reward, illegal_action, render_mode, self.metadata["render_modes"], draws)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = dict(self.metadata, autoreset_mode=self.autoreset_mode)
         self.num_envs = int(num_envs)

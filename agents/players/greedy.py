@@ -8,16 +8,6 @@ from agents.base import Agent, check_settings, read_manifest, write_manifest
 from minichess_envs import engine
 
 
-def captured_values(position) -> list[int]:
-    """Value (:data:`~minichess_envs.engine.PIECE_VALUES`, in pawns) of the piece each legal move
-    captures, 0 for none, in ``legal_move_codes()`` order.
-
-    Only the order of the values matters here: a king (capturable in king-capture
-    variants, where taking it wins) outranks every other piece.
-    """
-    return engine.captured_values(position.pieces, position.legal_move_codes())
-
-
 class GreedyAgent(Agent):
     """Captures the most valuable piece it can (ties at random); with no capture, a random move.
 
@@ -39,7 +29,7 @@ class GreedyAgent(Agent):
     def act(self, observation, action_mask, position=None) -> int:
         if position is None:
             raise ValueError("GreedyAgent looks at the pieces, so it needs the position: pass position=")
-        values = captured_values(position)
+        values = engine.captured_values(position.pieces, position.legal_move_codes())
         if not values:
             raise ValueError(f"no legal move: the game is over in {position.fen()}")
         best = max(values)

@@ -36,7 +36,7 @@ FILE_OPTIONS = frozenset({"debug log file", "evalfile", "evalfilesmall", "syzygy
 OWN_OPTIONS = frozenset({"uci_variant", "threads"})
 
 
-def check_options(options: dict, file_options: bool = False) -> dict:
+def check_engine_options(options: dict, file_options: bool = False) -> dict:
     """``options`` as ``{name: value}`` checked for ``setoption``: ``ValueError`` naming the bad one.
 
     Names and values must be plain text on one line (no control characters, so nothing can
@@ -110,7 +110,7 @@ class UCIEngineAgent(Agent):
         milliseconds); default ``nodes=1000``.
     :param options: extra ``setoption`` values, e.g. ``{"Hash": 64}``. (``Skill Level`` below 20
         picks moves with a clock-seeded random generator: games stop being reproducible.) Checked by
-        :func:`check_options`.
+        :func:`check_engine_options`.
     :param file_options: allow options that name files (``Debug Log File``, ``EvalFile``, ...).
     :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``)
         for variants it does not build in; name the section with ``uci_variant``.
@@ -161,7 +161,7 @@ class UCIEngineAgent(Agent):
         (self.limit, self.limit_value), = limits.items()
         if not isinstance(self.limit_value, int) or self.limit_value < 1:
             raise ValueError(f"{self.limit} must be a positive integer, got {self.limit_value!r}")
-        self.options = check_options(options or {}, file_options)
+        self.options = check_engine_options(options or {}, file_options)
         self.file_options = file_options
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")

@@ -73,7 +73,7 @@ def make_aec_env(config: dict):
     return PettingZooEnv(aec.env(config["variant"]))
 
 
-def register_envs() -> None:
+def register_rllib_envs() -> None:
     """Register the env creators with Ray Tune (done by the config builders; harmless to repeat)."""
     from ray.tune.registry import register_env
 
@@ -142,7 +142,7 @@ def single_agent_config(s: PPOSettings):
 
     task = task_for(s)
     task.check_backend("rllib")
-    register_envs()
+    register_rllib_envs()
     env_config = {**task.env_kwargs(), "opponent": s.opponent, "opponent_eps": s.opponent_eps,
                   "opponent_seed": s.seed + 1}
     return (PPOConfig()
@@ -173,7 +173,7 @@ def multi_agent_config(s: PPOSettings, train: tuple[str, ...] = PLAYERS):
     unknown = set(train) - set(PLAYERS)
     if unknown:
         raise ValueError(f"unknown players {sorted(unknown)}: the AEC env's agents are {PLAYERS}")
-    register_envs()
+    register_rllib_envs()
     return (PPOConfig()
             .environment(AEC_ENV, env_config={"variant": s.variant})
             .env_runners(num_env_runners=s.env_runners, num_envs_per_env_runner=1)

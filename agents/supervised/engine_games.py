@@ -96,7 +96,7 @@ def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.r
     return Position(variant, best.fen())
 
 
-def play_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
+def engine_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
     """One game: ``(root_fen, actions, scores, result, targets)``.
 
     ``targets[i]`` is whether ply ``i`` is the engine's move (a random mover's
@@ -148,7 +148,7 @@ def play_chunk(settings: GenerationSettings, chunk: int) -> tuple[int, list]:
     engine = _engine_for(settings)
     first = chunk * settings.games_per_chunk
     last = min(first + settings.games_per_chunk, settings.games)
-    return chunk, [play_game(engine, settings, i) for i in range(first, last)]
+    return chunk, [engine_game(engine, settings, i) for i in range(first, last)]
 
 
 def chunk_file(chunk: int) -> str:
