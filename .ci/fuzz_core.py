@@ -142,6 +142,7 @@ def fuzz(seed: int, rounds: int) -> dict[str, int]:
                 search.root_policy(np.empty_like(visits), np.empty(2, np.int64))
             # the entry points the searches above leave out: the getters, and a tree cleared mid-search
             assert search.num_trees == 2 and search.pending == 0
+            assert search.visits(0) >= 0 and search.visits(1) >= 0
             search.clear(rng.randrange(2))
             n = search.select(k, rng.randint(1, 40), sobs, smasks, keys)
             search.backup(values_rng.random((n, v.num_actions), np.float32),

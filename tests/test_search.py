@@ -8,9 +8,10 @@ import zlib
 import numpy as np
 import pytest
 
-from agents.alphazero.search import SearchConfig, chosen_actions, search
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, UniformEvaluator, chosen_actions, search
+from agents.games import ChessGame, ConnectFour, Game, play
 from agents.games.chess import chess_games
-from minichess_envs import Position
+from minichess_envs import Position, _core
 from minichess_envs.encoding import ObservationEncoding
 
 
@@ -89,3 +90,93 @@ def test_settings_saved_with_a_removed_option_load_only_where_it_was_off():
     assert SearchConfig.from_dict({"simulations": 8, "forced_playouts": 0.0}) == SearchConfig(simulations=8)
     with pytest.raises(ValueError, match="forced_playouts=2.0 was removed"):
         SearchConfig.from_dict({"forced_playouts": 2.0})
+
+
+# -- one tree: a game kept in Python expands as the engine expands it in C ----------
+
+
+def _walk(variant: str, plies: int, seed: int) -> list[Position]:
+    rng = np.random.default_rng(seed)
+    p = Position(variant)
+    out = [p.copy()]
+    for _ in range(plies):
+        p.push_action(int(rng.choice(p.legal_actions())))
+        if p.is_game_over():
+            break
+        out.append(p.copy())
+    return out
+
+
+class PythonChess(ChessGame):
+    """A chess game that the tree keeps as a Python object, expanded through its Game methods."""
+
+    def copy(self):
+        return PythonChess(self.position.copy(), self.encoding, self.ply_limit)
+
+    tree_root = Game.tree_root
+
+
+@pytest.mark.parametrize("variant, settings, noise_seed", [
+    ("3x3", dict(simulations=48, leaves_per_tree=4), 7),
+    ("3x3", dict(simulations=48, leaves_per_tree=1, fpu=-0.5, discount=0.9, c_puct=2.5), None),
+    ("gardner", dict(simulations=32, leaves_per_tree=8, move_choice="lcb"), 3),
+    ("gardner", dict(simulations=32, leaves_per_tree=4, root="gumbel"), 5),
+])
+def test_a_game_kept_in_python_is_searched_as_the_engine_searches_it(variant, settings, noise_seed):
+    """The tree over chess positions played in C, and over the same positions as Python games (legal
+    actions, outcomes, observations and keys from the Game methods): the same visits, Q values, targets
+    and moves, bit for bit, noise and virtual-loss batches included."""
+    torch = pytest.importorskip("torch", reason="the network needs torch: pip install -e '.[agents]'")
+    from agents.alphazero.network import NetConfig, PolicyValueNet
+
+    encoding = ObservationEncoding(variant, 1, False)
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig(*encoding.shape, encoding.variant.num_actions, blocks=1, channels=8,
+                                   policy_channels=2, value_hidden=8))
+    positions = _walk(variant, 3, seed=1)
+    config = SearchConfig(**settings)
+
+    def rng():
+        return None if noise_seed is None else np.random.default_rng(noise_seed)
+
+    c = search([ChessGame(p, encoding) for p in positions], NetworkEvaluator(net), config, rng=rng())
+    py = search([PythonChess(p, encoding) for p in positions], NetworkEvaluator(net), config, rng=rng())
+    # the first simulation expands the root; the children hold all the others
+    assert c.visits.sum(1).tolist() == [config.simulations - 1] * len(positions)
+    for name in ("visits", "q", "policy", "actions", "priors", "value_squares"):
+        np.testing.assert_array_equal(getattr(py, name), getattr(c, name), err_msg=name)
+    assert (c.visits > 0).sum() > len(positions)  # the search spread its visits: the comparison is not trivial
+
+
+def test_the_tree_refuses_misuse_and_bad_games():
+    with pytest.raises(ValueError, match="game 0 is over"):
+        search([play(ConnectFour, [0, 1, 0, 1, 0, 1, 0])], UniformEvaluator(), SearchConfig())
+    with pytest.raises(ValueError, match="at least one game"):
+        search([], UniformEvaluator(), SearchConfig())
+    with pytest.raises(ValueError, match="num_actions"):
+        _core.Search(None, 2)
+
+    def leaf(parent, action):
+        return parent, None, [0, 9], np.zeros(84, np.float32), 1
+
+    tree = _core.Search(None, 2, num_actions=7, observation_size=84, leaf=leaf)
+    tree.set_root(0, ConnectFour())
+    out = (np.zeros((8, 84), np.float32), np.zeros((8, 7), np.int8), np.zeros(8, np.uint64))
+    with pytest.raises(ValueError, match="legal action 9 is out of"):
+        tree.select(4, 10, *out)
+    for bad, message in (((1, None, [0], None), "leaf must return"),
+                         ((None, 2.0, None, None, None), "value must be in"),
+                         ((None, None, [0], np.zeros(3, np.float32), 1), "observation must be 84 float32"),
+                         ((None, None, [], None, None), "1 to 7 legal actions")):
+        tree = _core.Search(None, 1, num_actions=7, observation_size=84, leaf=lambda p, a, bad=bad: bad)
+        tree.set_root(0, ConnectFour())
+        with pytest.raises((TypeError, ValueError), match=message):
+            tree.select(1, 10, *out)
+    tree = _core.Search(None, 2, num_actions=7, observation_size=84,
+                        leaf=lambda p, a: (p, None, [0, 1], np.zeros(84, np.float32), 1))
+    tree.set_root(0, ConnectFour())
+    assert tree.select(4, 10, *out) == 1  # the root waits: one leaf this round
+    with pytest.raises(RuntimeError, match="select called twice"):
+        tree.select(4, 10, *out)
+    with pytest.raises(RuntimeError, match="set_root between select and backup"):
+        tree.set_root(1, ConnectFour())
