@@ -340,7 +340,8 @@ def write_csv(path: str, rows: list[dict]) -> None:
 
 
 def write_json(path: str, data: Any) -> None:
-    """Write JSON atomically (numpy numbers as floats)."""
+    """Write JSON atomically (numpy numbers as floats), making its folder if need be."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
         json.dump(data, f, indent=1, default=float)
     os.replace(path + ".tmp", path)

@@ -15,24 +15,23 @@ states/s; the target is 20x that (>= 1,000-1,200 states/s).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the experiments run (see experiments/alphazero_3x3.py)
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from agents.runs import write_json  # first: its OpenMP setting applies before torch loads
+import numpy as np
+import torch
 
 
-from agents.alphazero.search import NetworkEvaluator, SearchConfig, search  # noqa: E402
-from agents.games.chess import ChessGame, chess_games  # noqa: E402
-from agents.alphazero.selfplay import play_games  # noqa: E402
-from agents.alphazero.train import Config, make_net, start_game, with_changes  # noqa: E402
-from minichess_envs import Position  # noqa: E402
-from minichess_envs.positions import random_walk_positions  # noqa: E402
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, search
+from agents.games.chess import ChessGame, chess_games
+from agents.alphazero.selfplay import play_games
+from agents.alphazero.train import Config, make_net, start_game, with_changes
+from minichess_envs import Position
+from minichess_envs.positions import random_walk_positions
 
 NETS = {  # as in experiments/alphazero_3x3.py and experiments/alphazero_gardner.py
     "3x3": dict(blocks=3, channels=64, policy_channels=32),
@@ -110,9 +109,7 @@ def main(argv=None) -> int:
         print(f"  self-play: batched {batched / single:.1f}x one leaf at a time; "
               f"{batched / OPENSPIEL_STATES_PER_S:.0f}x OpenSpiel's Python AlphaZero (~{OPENSPIEL_STATES_PER_S}/s)")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        write_json(args.json, results)
     return 0
 
 

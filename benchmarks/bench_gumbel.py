@@ -29,17 +29,17 @@ import os
 import platform
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import agents.runs  # noqa: F401  (first: its OpenMP setting applies before torch loads)
+import numpy as np
+import torch
 
-from agents.alphazero.agent import AlphaZeroAgent  # noqa: E402
-from agents.alphazero.search import search  # noqa: E402
-from agents.games.chess import chess_games  # noqa: E402
-from agents.arena import close_agents, play_match  # noqa: E402
-from minichess_envs import Position  # noqa: E402
-from minichess_envs.positions import random_walk_positions  # noqa: E402
+from agents.alphazero.agent import AlphaZeroAgent
+from agents.alphazero.search import search
+from agents.games.chess import chess_games
+from agents.arena import close_agents, play_match
+from minichess_envs import Position
+from minichess_envs.positions import random_walk_positions
 
 
 def random_positions(count: int, plies: tuple[int, int], rng: np.random.Generator) -> list[Position]:

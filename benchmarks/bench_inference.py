@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import statistics
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import torch  # noqa: E402
+import agents.runs  # noqa: F401  (first: its OpenMP setting applies before torch loads)
+import torch
 
-from agents.alphazero.train import gardner_config, make_net, start_game  # noqa: E402
-from agents.devices import resolve_device  # noqa: E402
-from agents.runs import machine, machine_text  # noqa: E402
+from agents.alphazero.train import gardner_config, make_net, start_game
+from agents.devices import resolve_device
+from agents.runs import machine, machine_text
 
 
 def timed(fn, repeats: int, sync) -> float:

@@ -45,21 +45,20 @@ machine the wall-clock figures move by 10-30% between runs; ratios are from the 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import gymnasium as gym
+from agents.runs import write_json  # first: its OpenMP setting applies before torch loads
+import numpy as np
+import torch
 
-import minichess_envs  # noqa: E402,F401
-from agents.ppo.task import task_for  # noqa: E402
-from bench_envs import sample_batch  # noqa: E402
+import minichess_envs  # noqa: F401  (registers the env ids)
+from agents.ppo.task import task_for
+from bench_envs import sample_batch
 
 ENV_ID = "MiniChess-GardnerKingCapture-v0"
 ENV_KWARGS = {"reward": "material", "agent_color": "white"}
@@ -302,9 +301,7 @@ def main(argv=None) -> int:
     print("load average (1 / 5 / 15 min): " + " / ".join(f"{x:.2f}" for x in results["load_average_start"])
           + " at the start, " + " / ".join(f"{x:.2f}" for x in results["load_average_end"]) + " at the end")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        write_json(args.json, results)
     return 0
 
 

@@ -12,7 +12,6 @@ retrograde solve (numpy). Target: under 10 s on 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -20,6 +19,7 @@ import sys
 import tempfile
 import time
 
+from agents.runs import write_json  # first: the OpenMP setting, before torch
 import numpy as np
 
 from minichess_envs import get_variant, positions
@@ -104,9 +104,7 @@ def main(argv=None) -> int:
         print(f"{label:<44} {figure:>12}  {note}", flush=True)
     print(f"\nbuild target: under 10 s -> {results['build']['median_s']:.2f} s")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        write_json(args.json, results)
     return 0
 
 
