@@ -26,8 +26,8 @@ httpx = pytest.importorskip("httpx2", reason="the load test needs an HTTP client
 from agents import MinimaxAgent  # noqa: E402
 from agents.play.web import MAX_BODY  # noqa: E402
 from minichess_envs import Position  # noqa: E402
-from minichess_envs.engine import WHITE  # noqa: E402
-from minichess_envs.pgn import PgnStats, read_pgn, san  # noqa: E402
+from minichess_envs.pgn import PgnStats, read_pgn  # noqa: E402
+from test_play_web import bad_games_block  # noqa: E402
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -203,18 +203,7 @@ def test_oversized_bodies_are_refused_before_they_are_in_memory(serve):
 
 def slow_upload_body() -> bytes:
     """A JSON body of nearly MAX_BODY bytes: PGN of long games each illegal at its last move (all read, all skipped)."""
-    rng = random.Random(1)
-    games = []
-    for _ in range(4):
-        pos = Position("chess")
-        words = []
-        while pos.ply < 150 and not pos.is_game_over():
-            move = rng.choice(pos.legal_moves)
-            words += [f"{pos.fullmove_number}."] if pos.turn == WHITE else []
-            words.append(san(pos, move))
-            pos.push(move)
-        games.append('[Variant "chess"]\n\n' + " ".join(words + ["Ke9", "*"]) + "\n\n")
-    block = "".join(games)
+    block = bad_games_block(seed=1)
     room = MAX_BODY - len(json.dumps({"pgn": ""}).encode())
     text = block * (room // len(json.dumps(block)))
     body = json.dumps({"pgn": text}).encode()

@@ -401,7 +401,13 @@ def test_the_server_stopping_stops_an_agent():
 def bad_games_pgn(chars: int) -> str:
     """Whole PGN games, at most ``chars`` characters: long chess games each illegal at its last move (all read, all
     skipped: the most work per byte for the reader)."""
-    rng = random.Random(0)
+    block = bad_games_block(seed=0)
+    return block * max(1, chars // len(block))
+
+
+def bad_games_block(seed: int) -> str:
+    """Four long random chess games in PGN, each with an illegal last move."""
+    rng = random.Random(seed)
     games = []
     for _ in range(4):
         pos = Position("chess")
@@ -412,8 +418,7 @@ def bad_games_pgn(chars: int) -> str:
             words.append(san(pos, move))
             pos.push(move)
         games.append('[Variant "chess"]\n\n' + " ".join(words + ["Ke9", "*"]) + "\n\n")
-    block = "".join(games)
-    return block * max(1, chars // len(block))
+    return "".join(games)
 
 
 def test_a_pgn_upload_is_read_off_the_event_loop():

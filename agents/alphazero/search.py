@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from agents.games.base import terminal_value
 from minichess_envs import _core
 
 ROOTS = ("puct", "gumbel")
@@ -208,8 +209,7 @@ def _leaf(parent, action: int):
         game = parent.copy()
         game.step(action)
     if game.is_over():
-        w = game.winner()
-        return game, 0.0 if w is None else (1.0 if w == game.to_play() else -1.0), None, None, None
+        return game, terminal_value(game), None, None, None
     return game, None, game.legal_actions(), np.ascontiguousarray(game.observation(), np.float32), game.key()
 
 

@@ -30,7 +30,7 @@ from agents.alphazero.search import NetworkEvaluator, SearchConfig
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, symmetric_samples
 from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
 from agents.devices import autocast, resolve_device
-from agents.games import Game, new_game
+from agents.games import BOARD_GAMES, Game, new_game
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 
 KIND = "alphazero"  # the checkpoints' kind
@@ -147,7 +147,7 @@ def with_changes(config: Config, **changes) -> Config:
 def start_game(config: Config, fen: str | None = None) -> Game:
     """The game's start (a chess variant's with the run's observation and ply limit, from ``fen`` if given)."""
     options = {}
-    if config.game not in ("tictactoe", "connect_four"):  # chess variants: how the network sees them
+    if config.game not in BOARD_GAMES:  # chess variants: how the network sees them
         options = {"history": config.network.history, "last_move": config.network.last_move,
                    "ply_limit": config.selfplay.ply_limit, "fen": fen}
     return new_game(config.game, **options)
