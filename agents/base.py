@@ -1,16 +1,10 @@
-"""The agent interface.
+"""The agent interface, and saved agents.
 
-An agent chooses a legal action (an index of the variant's action encoding)
-from an observation and its legal-action mask; it may also look at the
-:class:`~minichess_envs.Position` itself (search agents, tablebases and engines
-do). Environments, the arena and the tablebase scorer accept any object with
-this ``act`` method, or a plain callable ``position -> move``, and ask it for a
-move through :mod:`minichess_envs.players` (re-exported by ``agents``).
-
-Saved agents are directories holding ``agent.json`` (which registered class to
-load and its settings) plus whatever the class needs (weights, ...); :func:`load`
-reads the manifest and hands the directory to that class's ``load``.
-"""
+An agent chooses a legal action (an index of the variant's action encoding) from an observation and its
+legal-action mask; it may also look at the :class:`~minichess_envs.Position` (search agents, tablebases and
+engines do). Anything with this ``act`` method, or a plain callable ``position -> move``, can play
+(:mod:`minichess_envs.players`). A saved agent is a directory holding ``agent.json`` (its registered class and
+settings) plus whatever the class needs; :func:`load` hands the directory to that class's ``load``."""
 
 from __future__ import annotations
 
@@ -40,11 +34,21 @@ MANIFEST_VERSION = 1
 MAX_MANIFEST_BYTES = 1 << 20
 
 
-class Agent:
-    """Base class of all agents.
+class Closing:
+    """Closed on leaving a ``with`` block."""
 
-    Subclasses implement :meth:`act`; the rest has working defaults.
-    """
+    def close(self) -> None:
+        """Release what it holds (an engine process, a log writer, ...)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Agent(Closing):
+    """Base class of all agents: subclasses implement :meth:`act`; the rest has working defaults."""
 
     #: Short name for tables and PGN headers.
     name: str = "agent"
@@ -74,19 +78,54 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-#: The agent classes :func:`load` may build, by the manifest's ``class`` entry (``"module:Class"``):
-#: the classes the project ships (imported on first use, so torch loads only when needed) and those
-#: added by :func:`register_agent`. A manifest naming anything else is refused: loading an agent never
+def need_position(agent: Agent, position):
+    """``position``; ``ValueError`` if it is ``None`` (``agent`` reads the board, not the observation)."""
+    if position is None:
+        raise ValueError(f"{agent.name} needs the position: pass position=")
+    return position
+
+
+class SeededAgent(Agent):
+    """An agent that draws its moves (or breaks ties) with its own seeded generator; ``reset(seed)`` reseeds it.
+    ``required`` and ``optional`` name the settings saved in ``agent.json`` (attributes that ``__init__`` takes back)
+    with their types, checked on load as :func:`check_settings` does, within ``bounds``."""
+
+    required: dict = {}
+    optional: dict = {"seed": (int, None)}
+    bounds: dict = {}
+
+    def __init__(self, seed: int | None = None, name: str | None = None):
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        if name:
+            self.name = name
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def pick(self, choices, position=None) -> int:
+        """One of ``choices`` drawn with the agent's generator; ``ValueError`` if there is none (game over)."""
+        if not len(choices):
+            where = "" if position is None else f" in {position.fen()}"
+            raise ValueError(f"no legal move: the game is over{where}")
+        return int(choices[self.rng.integers(len(choices))])
+
+    def save(self, path: str) -> None:
+        write_manifest(path, self, **{key: getattr(self, key) for key in (*self.required, *self.optional)})
+
+    @classmethod
+    def load(cls, path: str) -> Agent:
+        return cls(**check_settings(path, read_manifest(path)["settings"], cls.required, cls.optional, cls.bounds))
+
+
+#: The agent classes :func:`load` may build, by the manifest's ``class`` entry (``"module:Class"``): those the
+#: project ships (imported on first use) and those added by :func:`register_agent`. Loading an agent never
 #: imports a module a file names.
 AGENT_TYPES: dict[str, type | None] = dict.fromkeys([
-    "agents.players.random_agent:RandomAgent",
-    "agents.players.greedy:GreedyAgent",
-    "agents.players.minimax:MinimaxAgent",
-    "agents.players.perfect:PerfectAgent",
-    "agents.players.uci:UCIEngineAgent",
-    "agents.ppo.agent:PPOAgent",
-    "agents.ppo.agent:EpsilonRandomAgent",
-    "agents.ppo.agent:ByColorAgent",
+    "agents.players.random_agent:RandomAgent", "agents.players.greedy:GreedyAgent",
+    "agents.players.minimax:MinimaxAgent", "agents.players.perfect:PerfectAgent", "agents.players.uci:UCIEngineAgent",
+    "agents.ppo.agent:PPOAgent", "agents.ppo.agent:EpsilonRandomAgent", "agents.ppo.agent:ByColorAgent",
     "agents.alphazero.agent:AlphaZeroAgent",
 ])
 
@@ -131,12 +170,7 @@ def agent_class(name: str) -> type:
 def write_manifest(path: str, agent: Agent, **settings: Any) -> None:
     """Write ``agent.json`` for ``agent`` into directory ``path`` (created if needed)."""
     os.makedirs(path, exist_ok=True)
-    manifest = {
-        "format": MANIFEST_VERSION,
-        "class": type_name(type(agent)),
-        "name": agent.name,
-        "settings": settings,
-    }
+    manifest = {"format": MANIFEST_VERSION, "class": type_name(type(agent)), "name": agent.name, "settings": settings}
     tmp = os.path.join(path, MANIFEST + ".tmp")
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=2)
@@ -186,12 +220,9 @@ def manifest_game(path: str) -> str | None:
 def check_settings(path: str, settings: dict, required: dict, optional: dict | None = None,
                    bounds: dict | None = None) -> dict:
     """``settings`` after checking each key's type and range; ``ValueError`` naming the manifest file and the key.
-
-    ``required`` and ``optional`` map keys to a type or tuple of types (``None`` allows null);
-    ``bool`` is never accepted for an ``int`` or ``float``, nor NaN or an infinity for a ``float``.
-    ``bounds`` maps keys to inclusive ``(low, high)`` ranges (either ``None``: open). Checked at
-    load so that a bad setting fails there, not at the first move.
-    """
+    ``required`` and ``optional`` map keys to a type or tuple of types (``None`` allows null); ``bool`` is never
+    accepted for an ``int`` or ``float``, nor NaN or an infinity for a ``float``. ``bounds`` maps keys to inclusive
+    ``(low, high)`` ranges (either ``None``: open)."""
     file = manifest_file(path)
     optional = optional or {}
     unknown = set(settings) - set(required) - set(optional)
@@ -220,13 +251,10 @@ def check_settings(path: str, settings: dict, required: dict, optional: dict | N
 
 
 def load(path: str) -> Agent:
-    """Load any saved agent (a directory with ``agent.json``, or the manifest itself).
-
-    Only registered agent types are built (:data:`AGENT_TYPES`); what they read is data
-    (JSON settings, tensors), so loading an agent from a stranger runs none of its code.
-    Any problem is a ``ValueError`` naming the file, except a missing optional dependency:
-    :class:`~minichess_envs.extras.MissingExtraError`, naming the extra to install.
-    """
+    """Load any saved agent (a directory with ``agent.json``, or the manifest itself). Only registered agent types are
+    built (:data:`AGENT_TYPES`) and they read data only (JSON settings, tensors), so loading a stranger's agent runs
+    none of its code. Any problem is a ``ValueError`` naming the file, except a missing optional dependency
+    (:class:`~minichess_envs.extras.MissingExtraError`, naming the extra)."""
     manifest = read_manifest(path)
     purpose = f"loading the saved agent in {manifest_file(path)}"
     try:
@@ -247,20 +275,15 @@ def load(path: str) -> Agent:
 
 
 class CallableAgent(Agent):
-    """An agent from a plain function ``position -> move``.
-
-    The function may return an action index, a :class:`~minichess_envs.Move` or a
-    UCI string; it needs the position, so :meth:`act` must be given one.
-    """
+    """An agent from a plain function ``position -> move`` (an action index, a :class:`~minichess_envs.Move` or a
+    UCI string); :meth:`act` must be given the position."""
 
     def __init__(self, choose: Callable, name: str | None = None):
         self.choose = choose
         self.name = name or getattr(choose, "__name__", "callable")
 
     def act(self, observation, action_mask, position=None) -> int:
-        if position is None:
-            raise ValueError(f"agent {self.name!r} is a function of the position; pass position=")
-        return legal_action(position, self.choose(position), self.name)
+        return legal_action(position, self.choose(need_position(self, position)), self.name)
 
 
 def as_agent(player) -> Agent:

@@ -14,21 +14,13 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 def resolve_device(name: str | torch.device = "auto") -> torch.device:
-    """The torch device for ``name``: ``auto`` picks CUDA, then Apple's MPS, then the CPU.
-
-    ``cuda:1`` style indices are accepted. ``ValueError`` for an unknown name or a device this
-    machine does not have.
-    """
-    if isinstance(name, torch.device):
-        name = str(name)
+    """The torch device for ``name`` (``cuda:1`` style indices too): ``auto`` picks CUDA, then Apple's MPS, then the
+    CPU. ``ValueError`` for an unknown name or a device this machine does not have."""
+    name = str(name) if isinstance(name, torch.device) else name
     if not isinstance(name, str) or name.split(":")[0] not in DEVICES:
         raise ValueError(f"unknown device {name!r}: expected one of {', '.join(DEVICES)}")
     if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if _mps_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
     kind = name.split(":")[0]
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {name!r} asked for, but torch {torch.__version__} sees no CUDA GPU here "
@@ -45,17 +37,12 @@ def _mps_available() -> bool:
 
 
 def autocast(device: torch.device, enabled: bool = True, batch: int | None = None):
-    """bf16 autocast where it was measured to pay, else a no-op.
-
-    That is a CPU with native bf16 (AVX512-BF16 or AMX, as oneDNN reports it), for network calls of
-    ``batch >= 64`` positions. benchmarks/bench_inference.py, Gardner network, 2026-11-22:
-    on 2 AMD EPYC cores with AVX512-BF16 (load 11, so ratios only) bf16 ran 1.4x float32 at batch 64,
-    4.5x at 1,024 (self-play's batch), 0.84x at 4 (one position's search); self-play 1.4x. On an H100
-    bf16 ran 0.86x float32 at batch 1,024 and 0.89x at 4: the network is too small for tensor cores to
-    pay for the casts, so CUDA runs float32. Training steps (forward and backward, batch 256, the
-    Connect Four network, 2 Intel Xeon cores with AMX, 2026-11-23): 22 ms against 47 ms in float32;
-    the loops that opt in (``GameConfig.mixed_precision_training``) keep float32 weights and losses.
-    """
+    """bf16 autocast where it was measured to pay, else a no-op: a CPU with native bf16 (AVX512-BF16 or AMX, as oneDNN
+    reports it) and network calls of ``batch >= 64`` positions. benchmarks/bench_inference.py (Gardner network,
+    2026-11-22): on 2 AVX512-BF16 cores bf16 ran 1.4x float32 at batch 64, 4.5x at 1,024 (self-play's batch), 0.84x at
+    4; on an H100 0.86x at 1,024 (the network is too small for tensor cores to pay for the casts), so CUDA runs float32.
+    Training steps (Connect Four network, batch 256, 2 AMX cores): 22 ms against 47 ms; the loops that opt in keep
+    float32 weights and losses."""
     if enabled and device.type == "cpu" and batch is not None and batch >= 64 and cpu_has_native_bf16():
         return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -1,17 +1,17 @@
 """What the experiments' reports share: markdown tables, PNG plots, and the baselines a win rate is read against.
 
-Report writers compute their numbers first (rows of dicts), then format them
-with these helpers. Where timings were measured: :func:`agents.runs.machine_text`.
-"""
+Where timings were measured: :func:`agents.runs.machine_text`."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Sequence
 
 from agents.runs import read_json, write_json
 from minichess_envs.extras import MissingExtraError, require
+
 
 def baseline_table(rows: list[dict]) -> str:
     """The rows of :func:`agents.arena.evaluation.baselines` as a markdown table."""
@@ -30,18 +30,21 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
 
 def line_plot(path: str, x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str,
               title: str) -> bool:
-    """Write a PNG line plot of series over shared x values; ``False`` (and a note) without matplotlib."""
+    """A PNG line plot of series over shared x values; ``False`` (and a note) without matplotlib."""
     return curves_plot(path, {label: (x[: len(ys)], ys) for label, ys in series.items()}, xlabel, ylabel, title)
 
 
 def curves_plot(path: str, curves: dict[str, tuple[Sequence[float], Sequence[float]]], xlabel: str, ylabel: str,
                 title: str, hline: tuple[float, str] | None = None) -> bool:
-    """A PNG of curves with their own x values (``{label: (xs, ys)}``), optionally a labelled horizontal line.
+    """A PNG of curves with their own x values (``{label: (xs, ys)}``), optionally a labelled horizontal line;
+    ``False`` (and a note naming the extra) without matplotlib."""
+    return _save(path, lambda: curves_figure(curves, xlabel, ylabel, title, hline))
 
-    ``False`` (and a note naming the extra) without matplotlib.
-    """
+
+def _save(path: str, figure) -> bool:
+    """Save ``figure()`` as ``path``; ``False`` (and a note naming the extra) without matplotlib."""
     try:
-        fig = curves_figure(curves, xlabel, ylabel, title, hline)
+        fig = figure()
     except MissingExtraError as exc:
         print(f"skipping {os.path.basename(path)}: {exc}")
         return False
@@ -58,11 +61,8 @@ LINESTYLES = ("-", "--", "-.", ":")
 
 def curves_figure(curves: dict[str, tuple[Sequence[float], Sequence[float]]], xlabel: str, ylabel: str,
                   title: str, hline: tuple[float, str] | None = None):
-    """The matplotlib figure of :func:`curves_plot` (for a caller to save or inspect; close it after).
-
-    Each curve has its own marker and line style (:data:`MARKERS`); an axis whose x values are all
-    whole numbers (iterations, steps) ticks at whole numbers only.
-    """
+    """The matplotlib figure of :func:`curves_plot` (for a caller to save or inspect; close it after): each curve
+    with its own marker and line style (:data:`MARKERS`), whole-number x values ticked at whole numbers only."""
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
@@ -90,13 +90,12 @@ def interval_bars_plot(path: str, labels: Sequence[str], series: dict[str, Seque
                        xlabel: str, title: str) -> bool:
     """A PNG of horizontal bars with error bars: ``series`` maps a legend label to one ``(value, low, high)``
     per entry of ``labels`` (a win rate and its 95% interval, say). ``False`` (and a note) without matplotlib."""
-    try:
-        plt = _pyplot()
-    except MissingExtraError as exc:
-        print(f"skipping {os.path.basename(path)}: {exc}")
-        return False
+    return _save(path, lambda: _interval_bars_figure(labels, series, xlabel, title))
+
+
+def _interval_bars_figure(labels, series, xlabel, title):
     height = 0.8 / max(len(series), 1)
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.35 * len(labels) * len(series)), dpi=110)
+    fig, ax = _pyplot().subplots(figsize=(8, 1.2 + 0.35 * len(labels) * len(series)), dpi=110)
     for i, (name, triples) in enumerate(series.items()):
         ys = [k + (i - (len(series) - 1) / 2) * height for k in range(len(labels))]
         values = [t[0] for t in triples]
@@ -109,9 +108,7 @@ def interval_bars_plot(path: str, labels: Sequence[str], series: dict[str, Seque
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return fig
 
 
 def _pyplot():
@@ -131,15 +128,12 @@ def generation_throughput(total: dict) -> str:
 
 def losses_plot(path: str, metrics: Sequence[dict]) -> bool:
     """A PNG of the policy and value losses per iteration (the metrics rows of a training run)."""
-    return line_plot(path, [m["iteration"] for m in metrics],
-                     {"policy loss": [m["policy_loss"] for m in metrics], "value loss": [m["value_loss"] for m in metrics]},
-                     "iteration", "loss", "training losses")
+    series = {f"{k} loss": [m[f"{k}_loss"] for m in metrics] for k in ("policy", "value")}
+    return line_plot(path, [m["iteration"] for m in metrics], series, "iteration", "loss", "training losses")
 
 
 def settings_text(config) -> str:
     """A settings dataclass as ``name = value`` lines (for a report's Settings block)."""
-    import dataclasses
-
     return "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(config).items())
 
 
@@ -157,9 +151,6 @@ def selfplay_text(metrics: Sequence[dict], workers: int, overlap: bool) -> str:
     return text
 
 
-MOVE_SCORE_HEADER = ("value-preserving", "win->draw", "win->loss", "draw->loss")
-
-
 def move_score_rows(scores: dict[str, dict]) -> list[dict]:
     """The rows of :func:`agents.arena.evaluation.score_moves` results (``{player: scores}``), all positions
     and by player to move, as CSV rows."""
@@ -172,13 +163,12 @@ def move_score_rows(scores: dict[str, dict]) -> list[dict]:
 
 
 def move_score_table(rows: Sequence[dict], sides: bool = True) -> str:
-    """Markdown of :func:`move_score_rows` (``sides=False``: the "all" rows only, no "to move" column).
-
-    Blunders count positions: a won position where the move only draws (win->draw) or loses (win->loss),
-    and a drawn one where it loses (draw->loss)."""
+    """Markdown of :func:`move_score_rows` (``sides=False``: the "all" rows only, no "to move" column). Blunders
+    count positions: won where the move only draws or loses (win->draw, win->loss), drawn where it loses."""
     shown = [r for r in rows if sides or r["to move"] == "all"]
     return markdown_table(
-        ["player", *(["to move"] if sides else []), "positions", *MOVE_SCORE_HEADER],
+        ["player", *(["to move"] if sides else []), "positions", "value-preserving", "win->draw", "win->loss",
+         "draw->loss"],
         [[r["player"], *([r["to move"]] if sides else []), f"{r['positions']:,}", f"{r['value_preserving']:.4f}",
           r["win->draw"], r["win->loss"], r["draw->loss"]] for r in shown])
 
@@ -220,8 +210,9 @@ def dagger_text(rounds: int, games: int, engine: str, nodes: int, table: str) ->
     ``""`` without rounds."""
     if not rounds:
         return ""
+    plural = "s" if rounds != 1 else ""
     return f"""
-Then {rounds} DAgger round{"s" if rounds != 1 else ""} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
+Then {rounds} DAgger round{plural} (Ross, Gordon and Bagnell 2011; `agents.supervised.dagger`): in each, the raw
 policy plays {games:,} games a colour against random (seeds 2,000,000 x round + i, apart from the scoring
 games), {engine} at {nodes} nodes labels every position the policy moved in, and training goes on for one
 epoch over all the data. The policy's games before each round's epoch:
@@ -231,8 +222,7 @@ epoch over all the data. The policy's games before each round's epoch:
 
 
 class Stages:
-    """Wall-clock seconds per stage of an experiment, added up over resumed sessions in ``stages.json``
-    under ``out`` (read back only when ``resume``)."""
+    """Wall-clock seconds per stage of an experiment, summed over resumed sessions in ``out/stages.json``."""
 
     def __init__(self, out: str, resume: bool):
         self.path = os.path.join(out, "stages.json")

@@ -1,37 +1,12 @@
 """One run machinery for every training loop: run directory, checkpoints, resume, metrics, progress, machine.
 
-A run directory holds::
-
-    checkpoint/     state.json (kind, settings, counters, every metrics row), tensors.pt (the loop's
-                    torch and numpy state, read with weights_only=True), any files the loop adds,
-                    and SHA256SUMS over all of them
-    metrics.csv     one row per iteration, rewritten whole (a resumed run never duplicates a row)
-    tensorboard/    the same rows as TensorBoard scalars, step = iteration (when tensorboard is installed)
-
-A training loop uses it like this::
-
-    run = Run(run_dir, settings, "alphazero", resume=resume)      # refuses other settings on resume
-    if run.resumed:
-        restore(run.tensors())                                     # checksummed, tensors and plain data only
-    progress = run.progress(total=iterations, desc="alphazero 3x3")
-    for iteration in range(run.state.iteration + 1, iterations + 1):
-        row = ...                                                  # this iteration's numbers
-        run.state.iteration = iteration
-        run.save(row, tensors={"model": net.state_dict(), ...})   # metrics + TensorBoard + checkpoint + CSV
-        progress.update(iteration, "loss 0.42")
-    progress.close(); run.close()
-
-A checkpoint is written to ``checkpoint.new/`` and swapped in by renames, so a
-kill at any moment leaves the last whole checkpoint (``checkpoint/``, or
-``checkpoint.old/`` after a kill between the two renames). The TensorBoard
-point of an iteration is written before its checkpoint and a resumed run
-purges TensorBoard points after its checkpoint, so a kill anywhere in between
-neither loses nor duplicates a point. :func:`machine` and :func:`machine_text`
-say what a report's timings were measured on.
-"""
+A run directory holds ``checkpoint/`` (``state.json``, ``tensors.pt``, any files the loop adds, ``SHA256SUMS``),
+``metrics.csv`` (one row per iteration) and ``tensorboard/``. A checkpoint is written to ``checkpoint.new/`` and
+swapped in by renames, so a kill at any moment leaves the last whole one. Usage and layout: docs/runs.md."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
@@ -39,9 +14,11 @@ import math
 import os
 import platform
 import shutil
+import sys
 import time
 from typing import Any, Callable
 
+from agents.base import Closing
 from minichess_envs.checksums import SUMS, read_checksums, verify_checksum, write_checksums
 
 # Idle OpenMP threads sleep instead of spinning: with other work on a 2-core machine, spinning threads
@@ -75,18 +52,15 @@ def settings_dict(settings) -> dict:
 
 
 def with_defaults(saved: dict, template) -> dict:
-    """``saved`` settings with the fields they lack (newer than the run) at ``template``'s dataclass
-    defaults, nested dataclasses included, so that adding a setting does not stop older runs resuming."""
+    """``saved`` settings with the fields they lack at ``template``'s dataclass defaults (nested ones too), so that
+    adding a setting does not stop older runs resuming."""
     if not dataclasses.is_dataclass(template):
         return saved
     out = dict(saved)
     for f in dataclasses.fields(template):
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if f.name not in out:
             out[f.name] = settings_dict(default) if dataclasses.is_dataclass(default) else \
                 json.loads(json.dumps(default, default=float))
@@ -105,10 +79,8 @@ def checkpoint_dir(run_dir: str) -> str | None:
 
 
 def read_state(checkpoint: str) -> RunState:
-    """The checkpoint's :class:`RunState`, after checking every file against SHA256SUMS.
-
-    ``ValueError`` naming the file when one is missing, corrupt or not a run state.
-    """
+    """The checkpoint's :class:`RunState`, after checking every file against SHA256SUMS; ``ValueError`` naming the
+    file when one is missing, corrupt or not a run state."""
     sums = read_checksums(checkpoint)
     if STATE not in sums:
         raise ValueError(f"corrupt checkpoint {checkpoint}: {SUMS} is missing or does not list {STATE}")
@@ -120,10 +92,9 @@ def read_state(checkpoint: str) -> RunState:
     file = os.path.join(checkpoint, STATE)
     try:
         with open(file, encoding="utf-8") as f:
-            state = RunState(**json.load(f))
+            return RunState(**json.load(f))
     except (OSError, ValueError, TypeError) as exc:
         raise ValueError(f"corrupt checkpoint {file}: {type(exc).__name__}: {exc}") from None
-    return state
 
 
 def load_tensors(checkpoint: str) -> dict:
@@ -149,7 +120,6 @@ def save_checkpoint(run_dir: str, state: RunState, tensors: dict | None = None,
     os.makedirs(new)
     if tensors is not None:
         import torch
-
         torch.save(tensors, os.path.join(new, TENSORS))
     if write_files is not None:
         write_files(new)
@@ -166,28 +136,21 @@ def save_checkpoint(run_dir: str, state: RunState, tensors: dict | None = None,
     return path
 
 
-def remove_stale_files(run_dir: str) -> list[str]:
+def remove_stale_files(run_dir: str) -> None:
     """Delete what a killed run leaves behind: ``*.tmp`` files and a half-written ``checkpoint.new/``;
-    also ``checkpoint.old/`` when ``checkpoint/`` is whole. Returns the removed paths."""
-    removed = []
+    also ``checkpoint.old/`` when ``checkpoint/`` is whole."""
     for name in sorted(os.listdir(run_dir)):
         path = os.path.join(run_dir, name)
-        stale = (name.endswith(".tmp") and os.path.isfile(path)) or name == CHECKPOINT + ".new" or (
-            name == CHECKPOINT + ".old" and os.path.exists(os.path.join(run_dir, CHECKPOINT, STATE)))
-        if stale:
+        if (name.endswith(".tmp") and os.path.isfile(path)) or name == CHECKPOINT + ".new" or (
+                name == CHECKPOINT + ".old" and os.path.exists(os.path.join(run_dir, CHECKPOINT, STATE))):
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-            removed.append(path)
-    return removed
 
 
-class Run:
-    """A training run in ``run_dir``: a new one, or (``resume=True``) the one saved there.
-
-    Refuses to start over a saved run without ``resume``, and to resume one of another
-    ``kind`` or with other settings (keys in ``may_differ`` may change: budgets, worker
-    counts). :attr:`state` holds the counters and metrics rows; :meth:`save` records an
-    iteration. Close it (or use ``with``) to flush TensorBoard.
-    """
+class Run(Closing):
+    """A training run in ``run_dir``: a new one, or (``resume=True``) the one saved there. Refuses to start over a saved
+    run without ``resume``, and to resume one of another ``kind`` or with other settings (keys in ``may_differ`` may
+    change: budgets, worker counts). :attr:`state` holds the counters and metrics rows; :meth:`save` records an
+    iteration. Close it (or use ``with``) to flush TensorBoard."""
 
     def __init__(self, run_dir: str, settings, kind: str, *, resume: bool = False,
                  may_differ: tuple[str, ...] = (), verbose: bool = True):
@@ -262,12 +225,6 @@ class Run:
             self.writer.close()
             self.writer = None
 
-    def __enter__(self) -> Run:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 def _tensorboard(log_dir: str, purge_step: int | None):
     try:
@@ -277,21 +234,16 @@ def _tensorboard(log_dir: str, purge_step: int | None):
     return SummaryWriter(log_dir, purge_step=purge_step)
 
 
-class Progress:
+class Progress(Closing):
     """A progress bar: tqdm when installed, else a plain line per update; silent unless ``verbose``."""
 
     def __init__(self, total: int, desc: str, done: int = 0, unit: str = "it", verbose: bool = True):
-        self.total, self.desc, self.done, self.verbose, self.bar = total, desc, done, verbose, None
-        self.unit = unit
-        if not verbose:
-            return
-        try:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, initial=min(done, total), unit=unit,
-                            unit_scale=unit not in ("it", "s", "game", "position"), dynamic_ncols=True)
-        except ImportError:
-            pass
+        self.total, self.desc, self.done, self.unit, self.verbose, self.bar = total, desc, done, unit, verbose, None
+        if verbose:
+            with contextlib.suppress(ImportError):  # tqdm is optional
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, desc=desc, initial=min(done, total), unit=unit,
+                                unit_scale=unit not in ("it", "s", "game", "position"), dynamic_ncols=True)
 
     def update(self, done: int, info: str = "") -> None:
         """Move to ``done`` of ``total``, showing ``info``."""
@@ -309,15 +261,6 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-# -- files -------------------------------------------------------------------------------------------
 
 
 def cosine_rate(peak: float, final: float, t: float) -> float:
@@ -356,9 +299,6 @@ def read_json(path: str) -> Any:
         raise ValueError(f"cannot read {path}: {exc}") from None
 
 
-# -- what the numbers were measured on -----------------------------------------------------------------
-
-
 def cpu_model() -> str:
     """The CPU's model name (from /proc/cpuinfo on Linux), else what :mod:`platform` knows."""
     try:
@@ -373,8 +313,6 @@ def cpu_model() -> str:
 
 def machine() -> dict:
     """The machine now: CPU model, cores, torch threads (if torch is loaded) and the load average."""
-    import sys
-
     torch = sys.modules.get("torch")
     try:
         load = list(os.getloadavg())
@@ -387,23 +325,18 @@ def machine() -> dict:
 def machine_text(start: dict, end: dict | None = None) -> str:
     """One sentence for a report: what the timings were measured on, with the load at start and end."""
     end = end or machine()
-
-    def load(m):
-        return "unknown" if m["load_average"] is None else " / ".join(f"{x:.2f}" for x in m["load_average"])
-
+    load = ["unknown" if m["load_average"] is None else " / ".join(f"{x:.2f}" for x in m["load_average"])
+            for m in (start, end)]
     threads = end["torch_threads"] if end["torch_threads"] is not None else start["torch_threads"]
     return (f"Measured on {start['cpu']} ({start['cores']} cores), "
             + (f"{threads} torch thread{'s' if threads != 1 else ''} in the main process; " if threads else "")
-            + f"load average (1 / 5 / 15 min) {load(start)} at the start and {load(end)} at the end "
+            + f"load average (1 / 5 / 15 min) {load[0]} at the start and {load[1]} at the end "
             "(a load above the core count means other work shared the machine).")
 
 
 def command_line(defaults, presets: dict[str, dict] | None = None, argv: list[str] | None = None):
-    """An experiment's options from the command line: the dataclass instance ``defaults``, with the
-    changes of a named preset (``--preset NAME``), then any field set by its flag (tyro; ``--help``
-    lists the fields with their docs, and the presets)."""
-    import sys
-
+    """An experiment's options: the dataclass instance ``defaults``, changed by a named preset (``--preset NAME``),
+    then by the fields' flags (tyro; ``--help`` lists the fields with their docs, and the presets)."""
     import tyro
 
     argv = list(sys.argv[1:] if argv is None else argv)

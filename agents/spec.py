@@ -3,11 +3,9 @@
 >>> from_spec("minimax:3", "gardner")
 MinimaxAgent(name='minimax-d3')
 
-The forms: ``random``, ``greedy``, ``minimax[:DEPTH]``, ``fairy-stockfish[:NODES]``,
-``stockfish[:NODES]`` (standard chess), ``perfect`` (tablebase play, 3x3), or the
-directory of a saved agent (``agents.load``). Built-in forms are read without regard
-to case or surrounding spaces; :func:`check_limits` bounds their search, and every
-entry point (web app, command line, leaderboard) builds agents through it.
+The forms: ``random``, ``greedy``, ``minimax[:DEPTH]``, ``fairy-stockfish[:NODES]``, ``stockfish[:NODES]``
+(standard chess), ``perfect`` (tablebase play, 3x3), or the directory of a saved agent (``agents.load``).
+Built-in forms ignore case and surrounding spaces; :func:`check_limits` bounds their search.
 """
 
 from __future__ import annotations
@@ -16,22 +14,23 @@ import dataclasses
 import os
 
 from agents.base import MANIFEST, Agent, load
-from agents.players.minimax import MAX_DEPTH as MINIMAX_MAX_DEPTH
+from agents.players.greedy import GreedyAgent
+from agents.players.minimax import MAX_DEPTH, MinimaxAgent
+from agents.players.perfect import PerfectAgent
+from agents.players.random_agent import RandomAgent
+from agents.players.uci import ENGINES, UCIEngineAgent
 from minichess_envs.variants import Variant, get_variant
 
 #: The built-in forms, for help texts and error messages.
 SPEC_FORMS = ("random", "greedy", "minimax[:DEPTH]", "fairy-stockfish[:NODES]", "stockfish[:NODES]", "perfect")
-ENGINES = ("fairy-stockfish", "stockfish")
 #: Digits a spec's number may have: more cannot be a sensible search and ``int()`` of thousands is slow.
 MAX_DIGITS = 12
 
 
 @dataclasses.dataclass(frozen=True)
 class SpecLimits:
-    """The largest minimax ``depth`` and engine ``nodes`` a spec may ask for (``None``: no bound).
-
-    ``where`` names who sets the limits, for the error message.
-    """
+    """The largest minimax ``depth`` and engine ``nodes`` a spec may ask for (``None``: no bound); ``where``
+    names who sets them, for the error message."""
 
     depth: int | None = None
     nodes: int | None = None
@@ -42,15 +41,12 @@ class SpecLimits:
 SERVER_LIMITS = SpecLimits(depth=4, nodes=1_000_000, where="this server")
 #: The command line and experiments: a typo such as ``minimax:99`` must not start a search that never ends
 #: (the depth bound is the one a saved minimax agent's ``agent.json`` is held to).
-LOCAL_LIMITS = SpecLimits(depth=MINIMAX_MAX_DEPTH, nodes=10**9, where="the command line")
+LOCAL_LIMITS = SpecLimits(depth=MAX_DEPTH, nodes=10**9, where="the command line")
 
 
 def parse_spec(spec: str) -> str:
-    """``spec`` normalised: a built-in form in lower case with its number as digits, else ``spec`` stripped.
-
-    ``ValueError`` for a non-string or empty spec, or a built-in form with a bad number;
-    a path is returned as given (less surrounding spaces) and checked when loaded.
-    """
+    """``spec`` normalised: a built-in form in lower case with its number as digits, else ``spec`` stripped
+    (a path, checked when loaded). ``ValueError`` for a non-string or empty spec, or a bad number."""
     return _parse(spec)[0]
 
 
@@ -72,8 +68,7 @@ def _parse(spec) -> tuple[str, str | None, int | None]:
         raise ValueError(f"an agent spec must be a non-empty string, not {spec!r}")
     spec = spec.strip()
     kind, colon, arg = spec.partition(":")
-    kind = kind.strip().lower()
-    arg = arg.strip()
+    kind, arg = kind.strip().lower(), arg.strip()
     if kind in ("random", "greedy", "perfect") and not colon:
         return kind, kind, None
     if kind == "minimax":
@@ -87,28 +82,17 @@ def _parse(spec) -> tuple[str, str | None, int | None]:
 
 def from_spec(spec: str, variant: str | Variant, *, seed: int | None = None, allow_paths: bool = True,
               limits: SpecLimits | None = LOCAL_LIMITS) -> Agent:
-    """A new agent for ``variant`` from its spec (see the module docstring).
-
-    ``ValueError`` names the problem: an unknown form, a bad number, a search over
-    ``limits`` (:func:`check_limits`), an engine that does not play the variant, a
-    saved agent trained for another variant. With ``allow_paths=False`` only the
-    built-in forms are accepted.
-    """
-    from agents.players.greedy import GreedyAgent
-    from agents.players.minimax import MinimaxAgent
-    from agents.players.random_agent import RandomAgent
-    from agents.players.uci import UCIEngineAgent
-
+    """A new agent for ``variant`` from its spec (see the module docstring); ``allow_paths=False``: built-in forms only.
+    ``ValueError`` names the problem: an unknown form, a bad number, a search over ``limits`` (:func:`check_limits`), an
+    engine that does not play the variant, a saved agent of another variant."""
     v = get_variant(variant)
     spec = check_limits(spec, limits)  # normalised before the check: "MINIMAX:9" is "minimax:9"
     _, kind, number = _parse(spec)
-    if kind in ("random", "greedy", "perfect"):
-        if kind == "random":
-            return RandomAgent(seed)
-        if kind == "greedy":
-            return GreedyAgent(seed)
-        from agents.players.perfect import PerfectAgent
-
+    if kind == "random":
+        return RandomAgent(seed)
+    if kind == "greedy":
+        return GreedyAgent(seed)
+    if kind == "perfect":
         if v.name != "3x3":
             raise ValueError(f"'perfect' plays from the tablebase, which exists for 3x3 only, not {v.name!r}")
         return PerfectAgent(v.name, seed)
@@ -133,12 +117,8 @@ def load_for_variant(path: str, variant: str | Variant) -> Agent:
 
 
 def saved_agents(root: str) -> dict[str, str]:
-    """``{name: directory}`` of every saved agent (a directory with ``agent.json``) under ``root``.
-
-    Names are the directories relative to ``root``; nothing is loaded. Symbolic links to
-    directories are followed (runs kept on another disk, a ``best`` link to one run: each
-    name is listed), except a link to a directory it is already inside, which would loop.
-    """
+    """``{name: directory}`` of every saved agent (a directory with ``agent.json``) under ``root``, named relative
+    to ``root``; nothing is loaded. Symbolic links are followed, except to a directory they are inside (a loop)."""
     found = {}
     if not os.path.isdir(root):
         return found

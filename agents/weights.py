@@ -1,11 +1,7 @@
 """Network weights of saved agents: ``weights.pt`` beside the agent's manifest.
 
-The file holds the network's config (a dataclass, as a dict) and its state
-dict, so a network is rebuilt without knowing its size in advance. It is read
-with ``torch.load(weights_only=True)`` (tensors and plain data, never code) and
-checked against its SHA-256 in ``SHA256SUMS``. Writes are atomic (a temporary
-file, then a rename). torch is imported here, not by :mod:`agents.base`.
-"""
+It holds the network's config (as a dict) and its state dict, so a network is rebuilt without knowing its size; it
+is read with ``torch.load(weights_only=True)`` (never code) and checked against ``SHA256SUMS``."""
 
 from __future__ import annotations
 
@@ -29,12 +25,9 @@ def save_network(path: str, net: torch.nn.Module) -> None:
 
 
 def load_network(path: str, net_class: type, config_class: type, what: str) -> torch.nn.Module:
-    """``net_class(config_class(**net_config))`` with the weights of ``path/weights.pt``.
-
-    ``ValueError`` naming the file when it is missing, truncated, fails its checksum or holds
-    another network; ``what`` names the kind of weights in the message (``"PPO"``, ``"AlphaZero"``).
-    Weights saved before checksums existed load with a warning.
-    """
+    """``net_class(config_class(**net_config))`` with the weights of ``path/weights.pt``. ``ValueError`` naming the file
+    (and ``what``: ``"PPO"``, ``"AlphaZero"``) when it is missing, truncated, fails its checksum or holds another
+    network. Weights saved before checksums existed load with a warning."""
     file = os.path.join(path, WEIGHTS)
     if os.path.exists(file):
         try:
@@ -52,11 +45,8 @@ def load_network(path: str, net_class: type, config_class: type, what: str) -> t
 
 
 def check_finite(tensors: dict, what: str) -> None:
-    """``ValueError`` naming ``what`` and the tensor if a floating-point tensor holds a NaN or an infinity.
-
-    A checksum shows the file is the one saved, not that its numbers are usable: a NaN would only surface
-    as a NaN policy (or an error far from the file) at the first move.
-    """
+    """``ValueError`` naming ``what`` and the tensor if a floating-point tensor holds a NaN or an infinity (a checksum
+    shows the file is the one saved, not that its numbers are usable)."""
     for name, tensor in tensors.items():
         if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())

@@ -171,7 +171,7 @@ def ensure_ppo(settings: PPOSettings, run: str, args):
     found = checkpoint_dir(run)
     if found is not None and os.path.exists(os.path.join(run, "agent", "agent.json")):
         return read_state(found)
-    from agents.ppo.native import train
+    from agents.ppo.common import train
 
     print(f"no PPO policy at {run}: training one with the built-in PPO ({args.ppo_steps:,} env steps) ...",
           flush=True)
@@ -194,9 +194,9 @@ def versus_random_shown(agent, variant: str, games: int, color: str, bar: Progre
         parts.append(versus_random(agent, variant, games=min(250, games - first), color=color, seed=first))
         bar.update(done + first + parts[-1].games, f"as {color}")
     total = sum(m.games for m in parts)
-    return RandomMatch(parts[0].variant, color, sum(m.wins for m in parts), sum(m.draws for m in parts),
-                       sum(m.losses for m in parts), sum(m.truncated for m in parts),
-                       sum(m.mean_plies * m.games for m in parts) / total)
+    return RandomMatch(sum(m.wins for m in parts), sum(m.draws for m in parts), sum(m.losses for m in parts),
+                       variant=parts[0].variant, color=color, truncated=sum(m.truncated for m in parts),
+                       mean_plies=sum(m.mean_plies * m.games for m in parts) / total)
 
 
 def evaluate_player(player: Player, variant: str, args, tablebase=None) -> dict:

@@ -1,54 +1,18 @@
-"""Games between agents, for every game: single games, matches, round-robin tournaments.
+"""Games between agents, for every game of :func:`agents.games.new_game`: single games, matches, tournaments.
 
->>> from agents import GreedyAgent, RandomAgent
->>> match = play_match(GreedyAgent(), RandomAgent(), "gardner", games=10, seed=0)
->>> match.tally("greedy").score                         # doctest: +SKIP
-0.9
->>> match = play_match(ConnectFourAlphaBeta(4), RandomAgent(0), "connect_four", 50, seats="first")  # doctest: +SKIP
+>>> match = play_match(GreedyAgent(), RandomAgent(), "gardner", games=10, seed=0)   # doctest: +SKIP
+>>> match.tally("greedy").score                                                       # doctest: +SKIP
 
-Games and players
-    A game is any name of :func:`agents.games.new_game`: a chess variant or a
-    board game. Players are agents (or functions ``position -> move``), asked
-    through :mod:`minichess_envs.players`: ``act(observation, action_mask,
-    position)`` gets the position itself (a copy, so an agent cannot change the
-    game): a chess :class:`~minichess_envs.Position` with the variant's default
-    observation encoding, or the board game's :class:`~agents.games.Game` with
-    its own observation. The player moving first is recorded as ``white``
-    (White in chess), the other as ``black``.
-
-Rules of a game
-    The game ends when the rules end it or, in chess, at the ply limit (the
-    variant's ``ply_limit`` by default). The environments *truncate* there; the
-    arena must score every game, so it adjudicates a draw and labels it
-    ``"ply limit"`` (the PGN ``Termination`` tag and :attr:`GameRecord.termination`).
-
-Lockstep
-    With ``lockstep`` (the default for board games) all games of a pairing are
-    played at once: each ply, every player is asked once for all the games
-    where it is to move (one ``act_batch`` call: one batched search), which is
-    what makes judging a search affordable. One agent then plays every game of
-    the match, so it cannot be reseeded per game: it is reset once, unseeded,
-    and its own seed decides its random choices. Otherwise games are played one
-    by one (in worker processes if asked), each agent reset with a seed of its
-    own per game.
-
-Illegal moves
-    By default an illegal action raises :class:`IllegalMoveError` naming the
-    agent, the action and the position: an agent that ignores its mask has a
-    bug worth seeing. With ``illegal="forfeit"`` the offender loses the game
-    instead (termination ``"illegal move"``), so one broken checkpoint cannot
-    stop a leaderboard.
-
-Seeds
-    Game ``i`` of a match with seed ``s`` has seed ``game_seed(s, i)``; it
-    draws the game's random opening plies (``opening_plies``) and, played one
-    by one, each agent's ``reset(seed)`` (derived from it and the agent's
-    color). Every game depends only on its seed, so results are reproducible
-    and do not depend on the number of worker processes.
+Players are agents or functions ``position -> move`` (:mod:`minichess_envs.players`); the first to move is recorded
+as ``white``. A chess game stopped at the ply limit is a draw (``"ply limit"``); with ``illegal="forfeit"`` an
+illegal move loses the game (``"illegal move"``) instead of raising. Game ``i`` of a match seeded ``s`` has seed
+``game_seed(s, i)``, which draws its random opening plies and, unless played in ``lockstep`` (see
+:func:`run_tournament`), its agents' seeds: results do not depend on the number of worker processes.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import multiprocessing
 import multiprocessing.util
@@ -75,19 +39,14 @@ ILLEGAL_MOVE = "illegal move"
 SEAT_NAMES = ("first", "second")
 
 
-def termination_name(outcome) -> str:
-    """How a game ended, for records and PGN: ``"checkmate"``, ``"insufficient material"``, ...;
-    ``"ply limit"`` when ``outcome`` is ``None`` (the game was stopped)."""
-    return PLY_LIMIT if outcome is None else outcome.termination.name.lower().replace("_", " ")
+def game_seed(*entropy: int) -> int:
+    """A 63-bit seed drawn from ``entropy``: ``game_seed(s, i)`` is the seed of game ``i`` of a match seeded ``s``."""
+    return int(np.random.SeedSequence(list(entropy)).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def game_seed(match_seed: int, index: int) -> int:
-    """The seed of game ``index`` of a match (a 63-bit integer)."""
-    return int(np.random.SeedSequence([match_seed, index]).generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-def _agent_seed(seed: int, color: int) -> int:
-    return int(np.random.SeedSequence([seed, color]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+def pairing_seed(seed: int, a: str, b: str) -> int:
+    """Seed of the match between the agents named ``a`` and ``b`` (independent of who else plays)."""
+    return game_seed(seed, zlib.crc32(a.encode()), zlib.crc32(b.encode()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +57,7 @@ class GameRecord:
     white: str  # the player who moved first (White in chess)
     black: str
     result: str  # "1-0", "1/2-1/2" or "0-1" (first player's points first)
-    termination: str  # chess: see termination_name, "ply limit", "illegal move"; board games: "win", "draw"
+    termination: str  # chess: "checkmate", "insufficient material", ..., "ply limit"; board games: "win", "draw"
     plies: int  # moves played from the start
     moves: tuple[str, ...]  # chess: UCI from start_fen; board games: Game.action_name from the empty board
     start_fen: str | None  # chess: the FEN the game started from; board games: None
@@ -117,170 +76,107 @@ class GameRecord:
         raise ValueError(f"{player!r} did not play this game ({self.white} vs {self.black})")
 
 
-# -- one game ----------------------------------------------------------------------------
+# -- games -------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
 class _Board:
-    """A game in play: the game, its seed and round, the actions' names so far and a forfeit, if any."""
+    """A game in play: its seed and round, who plays it, the actions' names so far and a forfeit, if any."""
 
     game: Game
     seed: int
     round: str
-    moves: list[str]
+    names: tuple[str, str]  # the first player's and the second's
+    seats: tuple[int, int]  # who moves first and second, as indices of the players asked
+    moves: list[str] = dataclasses.field(default_factory=list)
     forfeit: str | None = None  # the result when a player forfeited
 
     @property
     def finished(self) -> bool:
         return self.forfeit is not None or self.game.is_over()
 
+    @property
+    def mover(self) -> int | None:
+        """Which of the players asked is to move (``None`` once the game is over)."""
+        return None if self.finished else self.seats[self.game.to_play()]
+
     def view(self):
         """What a player is shown: a chess game's Position, any other game itself."""
         return self.game.position if isinstance(self.game, ChessGame) else self.game
 
-    def label(self, names: Sequence[str]) -> str:
+    def play(self, choice, mask, illegal: str, label: str | None = None) -> None:
+        """Play ``choice`` if it is legal; else raise, or forfeit the game for the mover."""
         mover = self.game.to_play()
         seats = COLOR_NAMES if isinstance(self.game, ChessGame) else SEAT_NAMES
-        return f"{names[mover]} ({seats[mover]})"
-
-    def play(self, choice, label: str, mask, illegal: str) -> None:
-        """Play ``choice`` if it is legal; else raise, or forfeit the game for the mover."""
         try:
-            action = legal_action(self.view(), choice, label, mask)
+            action = legal_action(self.view(), choice, label or f"{self.names[mover]} ({seats[mover]})", mask)
         except IllegalMoveError:
             if illegal == "raise":
                 raise
-            self.forfeit = "0-1" if self.game.to_play() == 0 else "1-0"
+            self.forfeit = "0-1" if mover == 0 else "1-0"
             return
         self.moves.append(self.game.action_name(action))
         self.game.step(action)
 
 
-def _start(game: str, seed: int, round: str, start_fen: str | None, ply_limit: int | None, opening_plies: int,
-           encoding: ObservationEncoding | None) -> _Board:
+def _start(game: str, seed: int, round: str, names: Sequence[str], seats: tuple[int, int], start_fen: str | None,
+           ply_limit: int | None, opening_plies: int, encoding: ObservationEncoding | None) -> _Board:
     """Game ``game`` set up (from ``start_fen`` in chess) after ``opening_plies`` random plies of the seed."""
     if game in BOARD_GAMES:
         if start_fen is not None or ply_limit is not None or encoding is not None:
             raise ValueError(f"{game} starts from its empty board, has no ply limit and its own observation")
-        board = _Board(new_game(game), seed, round, [])
+        played = new_game(game)
     else:
         v = get_variant(game)
-        position = Position(v, start_fen)
-        board = _Board(ChessGame(position, encoding or ObservationEncoding(v), ply_limit), seed, round, [])
-    opening = np.random.default_rng(_agent_seed(seed, 2))
+        played = ChessGame(Position(v, start_fen), encoding or ObservationEncoding(v), ply_limit)
+    board = _Board(played, seed, round, tuple(names), seats)
+    opening = np.random.default_rng(game_seed(seed, 2))
     while board.game.plies < opening_plies and not board.game.is_over():
         actions = board.game.legal_actions()
-        board.play(actions[opening.integers(len(actions))], "opening", None, "raise")
+        board.play(actions[opening.integers(len(actions))], None, "raise", "opening")
     return board
 
 
-def _record(board: _Board, names: Sequence[str], opening_plies: int, pgn: bool, event: str | None) -> GameRecord:
-    game = board.game
+def _record(board: _Board, opening_plies: int, pgn: bool, event: str | None) -> GameRecord:
+    game, names = board.game, board.names
     winner = game.winner()
     result = board.forfeit or ("1/2-1/2" if winner is None else RESULTS[2 * winner])
-    if board.forfeit:
-        termination = ILLEGAL_MOVE
-    elif isinstance(game, ChessGame):
-        termination = termination_name(game.position.outcome())
+    termination = ILLEGAL_MOVE if board.forfeit else "draw" if winner is None else "win"
+    start_fen = text = None
+    if not isinstance(game, ChessGame):
+        final = repr(game)
     else:
-        termination = "draw" if winner is None else "win"
-    start_fen = final = text = None
-    if isinstance(game, ChessGame):
         position = game.position
         start_fen, final = position.root_fen, position.fen()
+        if not board.forfeit:
+            outcome = position.outcome()
+            termination = PLY_LIMIT if outcome is None else outcome.termination.name.lower().replace("_", " ")
         if pgn:
             text = game_pgn(position, {
-                "Event": event or f"minichess-envs arena: {game.name}",
-                "Round": board.round,
-                "White": names[0],
-                "Black": names[1],
-                "Result": result,
-                "Termination": termination,
-                "PlyCount": str(position.ply),
-                "Seed": str(board.seed),
-                **({"OpeningPlies": str(opening_plies)} if opening_plies else {}),
-            })
-    else:
-        final = repr(game)
+                "Event": event or f"minichess-envs arena: {game.name}", "Round": board.round, "White": names[0],
+                "Black": names[1], "Result": result, "Termination": termination, "PlyCount": str(position.ply),
+                "Seed": str(board.seed), **({"OpeningPlies": str(opening_plies)} if opening_plies else {})})
     return GameRecord(game.name, names[0], names[1], result, termination, game.plies, tuple(board.moves),
                       start_fen, board.seed, board.round, text, final)
 
 
-def play_game(
-    white,
-    black,
-    game: str = "gardner",
-    seed: int = 0,
-    *,
-    start_fen: str | None = None,
-    ply_limit: int | None = None,
-    opening_plies: int = 0,
-    illegal: str = "raise",
-    pgn: bool = True,
-    event: str | None = None,
-    round: str = "1",
-    encoding: ObservationEncoding | None = None,
-    names: Sequence[str] | None = None,
-) -> GameRecord:
+def play_game(white, black, game: str = "gardner", seed: int = 0, *, start_fen: str | None = None,
+              ply_limit: int | None = None, opening_plies: int = 0, illegal: str = "raise", pgn: bool = True,
+              event: str | None = None, round: str = "1", encoding: ObservationEncoding | None = None,
+              names: Sequence[str] | None = None) -> GameRecord:
     """Play one game of ``game`` (a chess variant or a board game); ``white`` moves first.
 
-    ``white`` and ``black`` are agents (or functions ``position -> move``), each
-    reset with a seed of its own derived from ``seed``. ``opening_plies`` first
-    plays that many uniformly random moves (from the game's seed) for both
-    sides, so that deterministic agents (engines at a fixed node count) do not
-    repeat one game over and over. ``start_fen``, ``ply_limit``, ``encoding``
-    (the agents' observation) and PGN are chess's; ``names`` label the players (default: their own).
+    Each player is reset with a seed of its own derived from ``seed``, which also draws the ``opening_plies``
+    uniformly random plies played first (so that deterministic agents do not repeat one game). ``start_fen``,
+    ``ply_limit``, ``encoding`` (the agents' observation) and PGN are chess's; ``names`` label the players.
     """
-    _check_illegal(illegal)
     players = (white, black)
     for player in players:
         check_player(player)
     names = tuple(names or (player_name(p) for p in players))
-    board = _start(game, seed, round, start_fen, ply_limit, opening_plies, encoding)
-    for color, player in enumerate(players):
-        if hasattr(player, "reset"):
-            player.reset(_agent_seed(seed, color))
-    encoding = getattr(board.game, "encoding", None)
-    while not board.finished:
-        mask = board.game.legal_mask()
-        choice = player_choice(players[board.game.to_play()], board.view(), encoding, mask)
-        board.play(choice, board.label(names), mask, illegal)
-    return _record(board, names, opening_plies, pgn, event)
-
-
-def _check_illegal(illegal: str) -> None:
-    if illegal not in ("raise", "forfeit"):
-        raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")
-
-
-def _play_lockstep(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task],
-                   done: Callable[[_Task, GameRecord], None], *, opening_plies: int = 0, illegal: str = "raise",
-                   pgn: bool = True, event: str | None = None, start_fen: str | None = None,
-                   ply_limit: int | None = None, encoding: ObservationEncoding | None = None) -> None:
-    """The games of ``tasks`` at once, ``players[task.white]`` moving first in each: every round, each
-    player in turn chooses in all the games where it is to move (one :func:`player_choices` call);
-    ``done(task, record)`` as each game ends."""
-    _check_illegal(illegal)
-    boards = [_start(game, t.seed, t.round, t.start_fen or start_fen, ply_limit, opening_plies, encoding)
-              for t in tasks]
-    for player in players:
-        if hasattr(player, "reset"):
-            player.reset()
-    encoding = getattr(boards[0].game, "encoding", None) if boards else None
-    seated = [(t.white, t.black) for t in tasks]
-    pairs = [(names[white], names[black]) for white, black in seated]
-    active = list(range(len(boards)))
-    while active:
-        for who, player in enumerate(players):
-            todo = [k for k in active if not boards[k].finished and seated[k][boards[k].game.to_play()] == who]
-            if todo:
-                choices, masks = player_choices(player, [boards[k].view() for k in todo], encoding, name=names[who])
-                for k, choice, mask in zip(todo, choices, masks):
-                    boards[k].play(choice, boards[k].label(pairs[k]), mask, illegal)
-        for k in active:
-            if boards[k].finished:
-                done(tasks[k], _record(boards[k], pairs[k], opening_plies, pgn, event))
-        active = [k for k in active if not boards[k].finished]
+    return next(_play_games(players, names, game, [_Task(0, 0, 0, 1, seed, round, start_fen)], False,
+                            opening_plies=opening_plies, illegal=illegal, pgn=pgn, event=event, ply_limit=ply_limit,
+                            encoding=encoding))[1]
 
 
 # -- matches and tournaments -----------------------------------------------------
@@ -293,7 +189,12 @@ class Tally:
     wins: int
     draws: int
     losses: int
-    confidence: float = 0.95
+
+    @classmethod
+    def count(cls, points: Iterable[float]) -> Tally:
+        """The tally of one player's points per game (1, 0.5 or 0)."""
+        counts = collections.Counter(points)
+        return cls(counts[1], counts[0.5], counts[0])
 
     @property
     def games(self) -> int:
@@ -310,15 +211,16 @@ class Tally:
     @property
     def interval(self) -> tuple[float, float]:
         """Wilson interval of the score (draws as half points)."""
-        return wilson_interval(self.wins + 0.5 * self.draws, self.games, self.confidence)
+        return wilson_interval(self.wins + 0.5 * self.draws, self.games)
 
     def rate_interval(self, which: str) -> tuple[float, float]:
         """Wilson interval of the ``"wins"``, ``"draws"``, ``"losses"`` or ``"not_lost"`` rate."""
-        return wilson_interval(getattr(self, which), self.games, self.confidence)
+        return wilson_interval(getattr(self, which), self.games)
 
     def __str__(self) -> str:
         low, high = self.interval
-        return f"+{self.wins} ={self.draws} -{self.losses} ({100 * self.score:.1f}% [{100 * low:.1f}, {100 * high:.1f}])"
+        return (f"+{self.wins} ={self.draws} -{self.losses} "
+                f"({100 * self.score:.1f}% [{100 * low:.1f}, {100 * high:.1f}])")
 
 
 #: A seat by either of its names: chess's colors or a board game's order of play.
@@ -331,23 +233,14 @@ def tally(games: Iterable[GameRecord], player: str, opponent: str | None = None,
     if color is not None and color not in SEATS:
         raise ValueError(f"color must be 'white' ('first'), 'black' ('second') or None, not {color!r}")
     seat = SEATS.get(color)
-    w = d = l = 0
-    for g in games:
-        if player not in (g.white, g.black) or (opponent and opponent not in (g.white, g.black)):
-            continue
-        if seat and (g.white if seat == "white" else g.black) != player:
-            continue
-        s = g.score(player)
-        w, d, l = w + (s == 1), d + (s == 0.5), l + (s == 0)
-    return Tally(w, d, l)
+    return Tally.count(g.score(player) for g in games if player in (g.white, g.black)
+                       and (not opponent or opponent in (g.white, g.black))
+                       and (not seat or getattr(g, seat) == player))
 
 
 def color_tally(games: Iterable[GameRecord]) -> Tally:
     """The first player's results over ``games`` (wins = White wins, losses = Black wins): the color balance."""
-    w = d = l = 0
-    for g in games:
-        w, d, l = w + (g.result == "1-0"), d + (g.result == "1/2-1/2"), l + (g.result == "0-1")
-    return Tally(w, d, l)
+    return Tally.count(g.score(g.white) for g in games)
 
 
 @dataclasses.dataclass
@@ -396,43 +289,26 @@ class _Task:
     start_fen: str | None = None  # an opening of the tournament's list (else game_options decide)
 
 
-def pairing_seed(seed: int, a: str, b: str) -> int:
-    """Seed of the match between the agents named ``a`` and ``b`` (independent of who else plays)."""
-    return int(np.random.SeedSequence([seed, zlib.crc32(a.encode()), zlib.crc32(b.encode())])
-               .generate_state(1, np.uint64)[0] >> np.uint64(1))
+def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, seed: int = 0, *,
+                   pairings: Sequence[tuple[int, int]] | None = None, openings: Sequence[str] | None = None,
+                   seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
+                   workers: int = 1, progress: Callable[[GameRecord, int, int], None] | None = None,
+                   **game_options) -> list[MatchResult]:
+    """Play ``games`` games of ``game`` for every pairing (default: round-robin); one :class:`MatchResult` each.
 
-
-def run_tournament(
-    agents: Sequence,
-    game: str = "gardner",
-    games: int = 50,
-    seed: int = 0,
-    *,
-    pairings: Sequence[tuple[int, int]] | None = None,
-    openings: Sequence[str] | None = None,
-    seats: str = "alternate",
-    lockstep: bool | None = None,
-    names: Sequence[str] | None = None,
-    workers: int = 1,
-    progress: Callable[[GameRecord, int, int], None] | None = None,
-    **game_options,
-) -> list[MatchResult]:
-    """Play ``games`` games of ``game`` for every pairing (default: round-robin).
-
-    :param agents: agents with distinct names.
+    :param agents: agents with distinct names (``names``, default: :func:`player_name` of each).
     :param pairings: ``(i, j)`` index pairs to play (default: all ``i < j``).
     :param openings: chess start FENs; games ``2m`` and ``2m + 1`` of every pairing start from
         opening ``m`` (cycling), one with each color, so an unbalanced opening favours nobody.
     :param seats: ``"alternate"``: ``i`` moves first in the even-numbered games of a pairing, ``j`` in
         the others; ``"first"`` / ``"second"``: ``i`` moves first / second in every game.
-    :param lockstep: play each pairing's games at once (see the module's notes); default: for board games.
-    :param names: the agents' names in records and results (default: :func:`player_name` of each).
-    :param workers: processes to spread the games over (1: play here; not with ``lockstep``). Each
-        worker gets its own copy of every agent (engines start their own process).
+    :param lockstep: play each pairing's games at once, each player choosing in all its games in one
+        ``act_batch`` call (one batched search) and reset once, unseeded; default: for board games.
+    :param workers: processes to spread the games over (not with ``lockstep``); each gets its own copy of
+        every agent (engines start their own process).
     :param progress: called as ``progress(record, done, total)`` after each game.
     :param game_options: passed to :func:`play_game` (``ply_limit``, ``opening_plies``, ``illegal``,
         ``pgn``, ``start_fen``).
-    :returns: one :class:`MatchResult` per pairing, games in order.
     """
     agents = list(agents)
     for agent in agents:
@@ -468,10 +344,12 @@ def run_tournament(
         for p, (i, j) in enumerate(pairings):
             mine = [dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j))
                     for t in tasks if t.pairing == p]
-            _play_lockstep((agents[i], agents[j]), (names[i], names[j]), game, mine, done, **game_options)
+            for task, record in _play_games((agents[i], agents[j]), (names[i], names[j]), game, mine, True,
+                                            **game_options):
+                done(task, record)
     elif workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            done(task, _play_task(agents, names, game, game_options, task))
+        for task, record in _play_games(agents, names, game, tasks, False, **game_options):
+            done(task, record)
     else:
         # Agents travel pickled, so a copy never shares an engine process with the parent.
         blob = pickle.dumps(agents)
@@ -482,10 +360,8 @@ def run_tournament(
                 done(task, record)
             pool.close()
             pool.join()
-    return [
-        MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
-        for p, (i, j) in enumerate(pairings)
-    ]
+    return [MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
+            for p, (i, j) in enumerate(pairings)]
 
 
 def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, *,
@@ -497,11 +373,47 @@ def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: i
                           workers=workers, progress=progress, **game_options)[0]
 
 
-def _play_task(agents, names, game, game_options, task: _Task) -> GameRecord:
-    if task.start_fen is not None:
-        game_options = {**game_options, "start_fen": task.start_fen}
-    return play_game(agents[task.white], agents[task.black], game, task.seed, round=task.round,
-                     names=(names[task.white], names[task.black]), **game_options)
+def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task], lockstep: bool, *,
+                opening_plies: int = 0, illegal: str = "raise", pgn: bool = True, event: str | None = None,
+                start_fen: str | None = None, ply_limit: int | None = None,
+                encoding: ObservationEncoding | None = None):
+    """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends.
+
+    In ``lockstep`` the games are played at once, the players reset once, unseeded: every round, each player in
+    turn chooses in all the games where it is to move in one :func:`player_choices` call. Else they are played
+    one by one, each player reset with a seed of the game's.
+    """
+    if illegal not in ("raise", "forfeit"):
+        raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")
+    for group in [tasks] if lockstep else [[task] for task in tasks]:
+        boards = [_start(game, t.seed, t.round, (names[t.white], names[t.black]), (t.white, t.black),
+                         t.start_fen or start_fen, ply_limit, opening_plies, encoding) for t in group]
+        if lockstep:
+            for player in players:
+                if hasattr(player, "reset"):
+                    player.reset()
+        else:
+            for color, who in enumerate((group[0].white, group[0].black)):
+                if hasattr(players[who], "reset"):
+                    players[who].reset(game_seed(group[0].seed, color))
+        observation = getattr(boards[0].game, "encoding", None) if boards else None  # chess's; None: the game's
+        active = list(range(len(boards)))
+        while active:
+            for who, player in enumerate(players):
+                todo = [boards[k] for k in active if boards[k].mover == who]
+                if not todo:
+                    continue
+                if lockstep:
+                    choices, masks = player_choices(player, [b.view() for b in todo], observation, name=names[who])
+                else:
+                    masks = [b.game.legal_mask() for b in todo]
+                    choices = [player_choice(player, b.view(), observation, mask) for b, mask in zip(todo, masks)]
+                for board, choice, mask in zip(todo, choices, masks):
+                    board.play(choice, mask, illegal)
+            for k in active:
+                if boards[k].finished:
+                    yield group[k], _record(boards[k], opening_plies, pgn, event)
+            active = [k for k in active if not boards[k].finished]
 
 
 _WORKER: dict = {}
@@ -511,22 +423,20 @@ def _init_worker(blob: bytes, names: list[str], game: str, game_options: dict) -
     if "torch" in sys.modules:  # one thread per worker: the workers already use every core
         sys.modules["torch"].set_num_threads(1)
     agents = pickle.loads(blob)
-    _WORKER.update(agents=agents, names=names, game=game, game_options=game_options)
+    _WORKER.update(players=agents, names=names, game=game, **game_options)
     # Close engines when the pool shuts the worker down (atexit does not run in pool workers).
     multiprocessing.util.Finalize(None, close_agents, args=(agents,), exitpriority=10)
 
 
 def _worker_play(task: _Task) -> tuple[_Task, GameRecord]:
-    w = _WORKER
-    return task, _play_task(w["agents"], w["names"], w["game"], w["game_options"], task)
+    return next(_play_games(tasks=[task], lockstep=False, **_WORKER))
 
 
 def close_agents(agents: Iterable) -> None:
     """Call ``close()`` on every agent that has one (engines)."""
     for agent in agents:
-        close = getattr(agent, "close", None)
-        if callable(close):
-            close()
+        if callable(getattr(agent, "close", None)):
+            agent.close()
 
 
 def all_games(matches: Iterable[MatchResult]) -> list[GameRecord]:
@@ -535,14 +445,11 @@ def all_games(matches: Iterable[MatchResult]) -> list[GameRecord]:
 
 def write_pgn(games: Iterable[GameRecord], path: str) -> int:
     """Write the games' PGN (chess games recorded with ``pgn=True``) to ``path``; returns how many."""
-    n = 0
+    texts = [g.pgn for g in games if g.pgn]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        for g in games:
-            if g.pgn:
-                f.write(g.pgn + "\n")
-                n += 1
-    return n
+        f.writelines(text + "\n" for text in texts)
+    return len(texts)
 
 
 def rating_results(games: Iterable[GameRecord]) -> list[tuple[str, str, float]]:

@@ -1,20 +1,9 @@
-"""The strength ladder: an agent against Fairy-Stockfish at fixed node budgets, from published openings.
-
-Each level is Fairy-Stockfish searching ``go nodes N`` (single thread, hash
-cleared every game, so its moves depend only on the game). The agent plays
-every opening of a fixed set twice, once with each color; the openings are a
-few random plies from the start that Fairy-Stockfish scores near 0, drawn
-from a seed (:func:`balanced_openings`), so an opening that still favours one
-side favours both players equally. The levels' own Elo comes from a
-calibration (each level against the next, same openings) anchored at the
-weakest level; the agent's Elo is fitted against the levels held at those
-ratings (:func:`agents.arena.ratings.elo_mle`). A variant's openings and
-calibration are published in ``agents/arena/ladders/<variant>.json``, made by::
+"""The strength ladder: an agent against Fairy-Stockfish at fixed node budgets, from published balanced openings,
+its Elo fitted against the levels' published calibration (docs/ladder.md). Publish a variant's ladder with::
 
     python -m agents.arena.ladder gardner --openings 100 --calibration-games 200
 
->>> result = play_ladder(agent, "gardner", levels=(1, 10, 100))   # doctest: +SKIP
->>> print(ladder_table(result))                                   # doctest: +SKIP
+>>> print(ladder_table(play_ladder(agent, "gardner", levels=(1, 10, 100))))   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -31,6 +20,7 @@ import numpy as np
 from agents.arena import MatchResult, Tally, all_games, close_agents, rating_results, run_tournament
 from agents.arena.ratings import Rating, elo_mle
 from agents.reports import markdown_table
+from agents.runs import write_json
 from minichess_envs.engine import Position
 from minichess_envs.variants import get_variant
 
@@ -49,10 +39,8 @@ class Opening(NamedTuple):
 
 def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, nodes: int = 1000,
                       max_cp: int = 60, engine=None) -> list[Opening]:
-    """``count`` distinct openings of ``plies`` uniformly random plies scored within ``max_cp`` of equal.
-
-    Deterministic for a seed (the engine searches a fixed node count from a cleared hash).
-    """
+    """``count`` distinct openings of ``plies`` uniformly random plies scored within ``max_cp`` of equal;
+    deterministic for a seed (the engine searches a fixed node count from a cleared hash)."""
     from agents.players.uci import UCIEngineAgent
 
     rng = np.random.default_rng(seed)
@@ -86,11 +74,11 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
     return openings
 
 
-def engine_levels(variant: str, levels: Sequence[int] = LEVELS) -> list:
-    """Fairy-Stockfish (Stockfish on 8x8) at each node budget, named ``fsf-nN``."""
+def engine_levels(variant: str, levels: Sequence[int] = LEVELS, engine: str | None = None) -> list:
+    """Fairy-Stockfish (Stockfish on 8x8; or ``engine``) at each node budget, named ``fsf-nN``."""
     from agents.players.uci import UCIEngineAgent
 
-    return [UCIEngineAgent(variant, nodes=n) for n in levels]
+    return [UCIEngineAgent(variant, engine, nodes=n) for n in levels]
 
 
 def calibrate(variant: str, openings: Sequence[Opening], levels: Sequence[int] = LEVELS, games: int = 200,
@@ -110,14 +98,11 @@ def calibrate(variant: str, openings: Sequence[Opening], levels: Sequence[int] =
 def write_ladder(variant: str, openings: Sequence[Opening], ratings: dict[str, Rating], settings: dict,
                  path: str | None = None) -> str:
     """Publish a variant's openings and level ratings as JSON (default: ``agents/arena/ladders/<variant>.json``)."""
-    path = path or os.path.join(LADDER_DIR, f"{get_variant(variant).name}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    data = {"format": FORMAT, "variant": get_variant(variant).name, "made": datetime.date.today().isoformat(),
-            "settings": settings, "openings": [o._asdict() for o in openings],
-            "levels": {name: r._asdict() for name, r in ratings.items()}}
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".tmp", path)
+    variant = get_variant(variant).name
+    path = path or os.path.join(LADDER_DIR, f"{variant}.json")
+    write_json(path, {"format": FORMAT, "variant": variant, "made": datetime.date.today().isoformat(),
+                      "settings": settings, "openings": [o._asdict() for o in openings],
+                      "levels": {name: r._asdict() for name, r in ratings.items()}})
     return path
 
 
@@ -133,12 +118,13 @@ class Ladder:
     @classmethod
     def load(cls, variant: str, path: str | None = None) -> Ladder:
         """The published ladder of ``variant``; ``ValueError`` naming the file if it is missing or not one."""
-        path = path or os.path.join(LADDER_DIR, f"{get_variant(variant).name}.json")
+        name = get_variant(variant).name
+        path = path or os.path.join(LADDER_DIR, f"{name}.json")
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-            if data.get("format") != FORMAT or data.get("variant") != get_variant(variant).name:
-                raise ValueError(f"not a {FORMAT} file for {get_variant(variant).name}")
+            if data.get("format") != FORMAT or data.get("variant") != name:
+                raise ValueError(f"not a {FORMAT} file for {name}")
             openings = [Opening(tuple(o["moves"]), o["fen"], int(o["cp"])) for o in data["openings"]]
             levels = {name: float(r["elo"]) for name, r in data["levels"].items()}
         except FileNotFoundError:
@@ -146,7 +132,7 @@ class Ladder:
                              f"python -m agents.arena.ladder {variant}") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"cannot read the ladder {path}: {exc}") from None
-        return cls(get_variant(variant).name, openings, levels, data.get("settings", {}))
+        return cls(name, openings, levels, data.get("settings", {}))
 
 
 @dataclasses.dataclass
@@ -178,10 +164,8 @@ def engine_ladder(variant: str) -> Ladder | None:
 def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Ladder | None = None,
                 openings: int | None = None, workers: int | None = None,
                 progress: Callable | None = None) -> LadderResult:
-    """Play ``agent`` against every level from the published openings (both colors each).
-
-    :param openings: use the first this many openings (default: all); games per level = 2 x openings.
-    """
+    """Play ``agent`` against every level from the first ``openings`` published openings (default: all),
+    both colors each."""
     ladder = ladder or Ladder.load(variant)
     chosen = ladder.openings[:openings] if openings else ladder.openings
     engines = engine_levels(variant, levels)

@@ -1,10 +1,5 @@
 """The leaderboard: every available agent of a variant against random and each other, with Elo and tables.
 
-:func:`saved_players` finds the saved agents under a runs folder (:func:`agents.spec.saved_agents`) and
-loads them; :func:`variant_players` puts them beside the baselines, the engines and the tablebase player;
-:func:`play_board` plays one variant's round robin and its random-vs-random reference, and a
-:class:`Board` writes its markdown section and CSV rows; :func:`ladder_section` plays a saved agent through
-its variant's published ladder; :func:`leaderboard_plot` draws every variant's Elo.
 experiments/leaderboard.py is the command line.
 """
 
@@ -16,7 +11,8 @@ import os
 import time
 from typing import Sequence
 
-from agents.arena import all_games, close_agents, color_tally, game_seed, play_game, rating_results, run_tournament, tally
+from agents.arena import (all_games, close_agents, color_tally, game_seed, play_game, rating_results,
+                          run_tournament, tally)
 from agents.arena.ladder import Ladder, ladder_table, play_ladder
 from agents.arena.ratings import elo_mle
 from agents.base import MANIFEST, load, manifest_game
@@ -88,6 +84,10 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def wdl(t) -> str:
+    return f"+{t.wins} ={t.draws} -{t.losses}"
+
+
 def ci(low: float, high: float, scale: float = 100, digits: int = 1) -> str:
     return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
@@ -113,13 +113,9 @@ class Board:
                  "|---:|---|---:|---|---|---|---|---|---:|"]
         for row in self.rows:
             o, vs = row["overall"], row["vs_random"]
+            vs_cells = ("", "", "")
             if vs:
-                s = vs[None]
-                vs_cells = (f"+{vs['white'].wins} ={vs['white'].draws} -{vs['white'].losses}",
-                            f"+{vs['black'].wins} ={vs['black'].draws} -{vs['black'].losses}",
-                            f"{pct(s.score)} {ci(*s.interval)}")
-            else:
-                vs_cells = ("", "", "")
+                vs_cells = (wdl(vs["white"]), wdl(vs["black"]), f"{pct(vs[None].score)} {ci(*vs[None].interval)}")
             lines.append(f"| {row['rank']} | {row['agent']} | {row['elo']:.0f} | "
                          f"{ci(row['elo_low'], row['elo_high'], 1, 0)} | {' | '.join(vs_cells)} "
                          f"| {pct(o.score)} {ci(*o.interval)} | {o.games} |")
@@ -134,8 +130,8 @@ class Board:
                   "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
         score = {}
         for m in self.matches:
-            t = m.tally()
-            score[m.a, m.b], score[m.b, m.a] = t.score, 1 - t.score
+            score[m.a, m.b] = m.tally().score
+            score[m.b, m.a] = 1 - score[m.a, m.b]
         for a in names:
             lines.append(f"| {a} | " + " | ".join(pct(score[a, b]) if (a, b) in score else "" for b in names) + " |")
         terminations = collections.Counter(g.termination for g in all_games(self.matches))
@@ -144,20 +140,24 @@ class Board:
 
     def csv_rows(self) -> list[dict]:
         """One row per agent and the reference row (counted from White's side: wins = White wins)."""
-        out = []
-        for row in self.rows:
-            o, vs = row["overall"], row["vs_random"].get(None)
-            out.append(dict(variant=self.variant, kind="agent", rank=row["rank"], agent=row["agent"],
-                            elo=round(row["elo"], 1), elo_low=round(row["elo_low"], 1),
-                            elo_high=round(row["elo_high"], 1), games=o.games, wins=o.wins, draws=o.draws,
-                            losses=o.losses, score=round(o.score, 4), score_low=round(o.interval[0], 4),
-                            score_high=round(o.interval[1], 4), **_vs_columns(vs)))
-        ref = self.reference
+        out = [dict(variant=self.variant, kind="agent", rank=row["rank"], agent=row["agent"], elo=round(row["elo"], 1),
+                    elo_low=round(row["elo_low"], 1), elo_high=round(row["elo_high"], 1), games=row["overall"].games,
+                    **_columns(row["overall"], SCORE_COLUMNS), **_columns(row["vs_random"].get(None), VS_COLUMNS))
+               for row in self.rows]
         out.append(dict(variant=self.variant, kind="reference", rank="", agent="random vs random (White)", elo=0.0,
-                        elo_low="", elo_high="", games=ref.games, wins=ref.wins, draws=ref.draws, losses=ref.losses,
-                        score=round(ref.score, 4), score_low=round(ref.interval[0], 4),
-                        score_high=round(ref.interval[1], 4), **_vs_columns(None)))
+                        elo_low="", elo_high="", games=self.reference.games,
+                        **_columns(self.reference, SCORE_COLUMNS), **_columns(None, VS_COLUMNS)))
         return out
+
+
+SCORE_COLUMNS = ("wins", "draws", "losses", "score", "score_low", "score_high")
+VS_COLUMNS = tuple(f"vs_random_{k}" for k in ("wins", "draws", "losses", "score", "low", "high"))
+
+
+def _columns(t, names: Sequence[str]) -> dict:
+    """``t``'s wins, draws, losses, score and its interval (rounded) as CSV columns ``names``; blanks without ``t``."""
+    values = (t.wins, t.draws, t.losses, *(round(x, 4) for x in (t.score, *t.interval))) if t else ("",) * 6
+    return dict(zip(names, values))
 
 
 def standings(variant: str, names, matches, prior_draws: float) -> list[dict]:
@@ -202,15 +202,6 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
     board = Board(variant, names, matches, standings(variant, names, matches, prior_draws), ref, ref_plies)
     print(f"[{variant}] {len(all_games(matches))} games in {time.perf_counter() - t0:.0f} s")
     return board
-
-
-def _vs_columns(t) -> dict:
-    if t is None:
-        return dict(vs_random_wins="", vs_random_draws="", vs_random_losses="", vs_random_score="",
-                    vs_random_low="", vs_random_high="")
-    return dict(vs_random_wins=t.wins, vs_random_draws=t.draws, vs_random_losses=t.losses,
-                vs_random_score=round(t.score, 4), vs_random_low=round(t.interval[0], 4),
-                vs_random_high=round(t.interval[1], 4))
 
 
 def ladder_section(variant: str, name: str, agent, levels: Sequence[int] = (1, 10, 100, 1000),

@@ -1,4 +1,4 @@
-"""Confidence intervals for scores and Elo ratings by maximum likelihood.
+"""Confidence intervals for scores, and Elo ratings by maximum likelihood.
 
 >>> wilson_interval(8, 10)                              # doctest: +ELLIPSIS
 (0.490..., 0.943...)
@@ -6,14 +6,9 @@
 >>> round(elo["a"].elo, 1)                              # 75% score: 400 log10(3)
 190.8
 
-Ratings follow the logistic Elo (Bradley-Terry) model: player ``i`` scores
-``1 / (1 + 10 ** (-(r_i - r_j) / 400))`` against ``j`` in expectation. A draw
-counts as half a win and half a loss. The anchor (``random``) is fixed at 0, or
-several players at known ratings (``anchor={"fsf-n1": 0, "fsf-n10": 310}``).
-Confidence intervals are profile-likelihood intervals: the set of ratings
-``x`` for which ``2 * (logL_max - max logL given r_i = x)`` stays below the
-chi-square(1) quantile (3.841 at 95%); the other ratings are re-fitted at
-every ``x``. No color advantage is modelled: the arena alternates colors.
+The model is the logistic Elo (Bradley-Terry) one, a draw half a win and half a loss, with no color advantage
+(the arena alternates colors). Intervals are profile-likelihood intervals: the ratings ``x`` at which
+``2 * (logL_max - max logL given r_i = x)`` stays below the chi-square(1) quantile, the others re-fitted.
 """
 
 from __future__ import annotations
@@ -35,12 +30,10 @@ def z_value(confidence: float = 0.95) -> float:
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``successes / n``.
+    """Wilson score interval for a proportion ``successes / n``; ``(0.0, 1.0)`` when ``n == 0``.
 
-    ``successes`` may be a score with half points (wins + draws / 2); the
-    interval then treats each game's score as a Bernoulli trial, which
-    overstates the variance when there are draws (the interval is conservative).
-    With ``n == 0`` nothing is known: ``(0.0, 1.0)``.
+    ``successes`` may be a score with half points: treating each game as a Bernoulli trial overstates the
+    variance when there are draws, so the interval is conservative.
     """
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
@@ -67,18 +60,14 @@ class Rating(NamedTuple):
 def _tables(results: Iterable[tuple[str, str, float]], players: list[str] | None):
     """Players, and per pair the games played ``N[i, j]`` and ``i``'s points ``S[i, j]``."""
     results = list(results)
-    names = list(players or [])
     for a, b, s in results:
         if not 0 <= s <= 1:
             raise ValueError(f"score of {a!r} against {b!r} must be in [0, 1], got {s}")
         if a == b:
             raise ValueError(f"{a!r} cannot play itself in a rating table")
-        for name in (a, b):
-            if name not in names:
-                names.append(name)
+    names = list(dict.fromkeys([*(players or []), *(name for a, b, _ in results for name in (a, b))]))
     index = {name: i for i, name in enumerate(names)}
-    n = len(names)
-    N, S = np.zeros((n, n)), np.zeros((n, n))
+    N, S = np.zeros((len(names), len(names))), np.zeros((len(names), len(names)))
     for a, b, s in results:
         i, j = index[a], index[b]
         N[i, j] += 1
@@ -122,21 +111,15 @@ def _fit(r: np.ndarray, N: np.ndarray, S: np.ndarray, free: np.ndarray, tol: flo
                      "rest (pass prior_draws > 0)")
 
 
-def elo_mle(
-    results: Iterable[tuple[str, str, float]],
-    anchor: str | Mapping[str, float] = "random",
-    prior_draws: float = 0.0,
-    confidence: float = 0.95,
-    players: list[str] | None = None,
-) -> dict[str, Rating]:
+def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str, float] = "random",
+            prior_draws: float = 0.0, confidence: float = 0.95, players: list[str] | None = None) -> dict[str, Rating]:
     """Maximum-likelihood Elo ratings from game results, with profile-likelihood intervals.
 
     :param results: ``(player, opponent, player's score)`` per game, score 1, 0.5 or 0.
     :param anchor: the player fixed at 0 Elo, or ``{player: Elo}`` for several players whose
         ratings are known (engine levels calibrated beforehand); the others are fitted.
-    :param prior_draws: virtual draws added to every pair that played (as BayesElo
-        does); 0 is the pure MLE, which is infinite for a player who won (or lost)
-        every game, so this raises ``ValueError`` then.
+    :param prior_draws: virtual draws added to every pair that played (as BayesElo does); 0 is the pure
+        MLE, which is infinite for a player who won (or lost) every game, so this raises ``ValueError`` then.
     :returns: ``{player: Rating}`` sorted from strongest to weakest.
     """
     names, N, S = _tables(results, players)
@@ -152,15 +135,11 @@ def elo_mle(
     n = len(names)
     anchored = [names.index(name) for name in fixed]
     # Every player must be linked to an anchor by games, or its rating is undetermined.
-    reached, frontier = set(anchored), list(anchored)
-    while frontier:
-        i = frontier.pop()
-        for j in np.flatnonzero(played[i]):
-            if j not in reached:
-                reached.add(int(j))
-                frontier.append(int(j))
-    if len(reached) < n:
-        lost = ", ".join(names[i] for i in range(n) if i not in reached)
+    reached = np.isin(np.arange(n), anchored)
+    for _ in range(n):
+        reached |= played[reached].any(axis=0)
+    if not reached.all():
+        lost = ", ".join(names[i] for i in np.flatnonzero(~reached))
         raise ValueError(f"no chain of games links {lost} to the anchor {', '.join(fixed)}")
     # Perfect separation (a group that won every game against the rest) sends the MLE to infinity.
     totals = S.sum(axis=1)
@@ -168,11 +147,8 @@ def elo_mle(
         if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and i not in anchored:
             raise ValueError(f"{names[i]!r} {'won' if totals[i] else 'lost'} every game: its maximum-likelihood "
                              "Elo is infinite; pass prior_draws > 0")
-    free = np.array([i not in anchored for i in range(n)])
-    start = np.zeros(n)
-    for name, elo in fixed.items():
-        start[names.index(name)] = elo
-    r = _fit(start, N, S, free)
+    free = np.array([name not in fixed for name in names])
+    r = _fit(np.array([fixed.get(name, 0.0) for name in names], float), N, S, free)
     if np.any(np.abs(r) > 4000 + max(abs(elo) for elo in fixed.values())):
         raise ValueError("Elo ratings are unbounded (some group won every game against the rest); "
                          "pass prior_draws > 0")
@@ -204,15 +180,7 @@ def elo_mle(
             outer = r[i] + sign * width
             for _ in range(50):  # bisect the crossing to well under 0.01 Elo
                 mid = (inner + outer) / 2
-                if deficit(i, mid) < 0:
-                    inner = mid
-                else:
-                    outer = mid
+                inner, outer = (mid, outer) if deficit(i, mid) < 0 else (inner, mid)
             bounds.append(float((inner + outer) / 2))
         out[name] = Rating(float(r[i]), bounds[0], bounds[1], games, score)
     return dict(sorted(out.items(), key=lambda kv: -kv[1].elo))
-
-
-def expected_score(elo_difference: float) -> float:
-    """Expected score of the player ``elo_difference`` points stronger."""
-    return 1 / (1 + 10 ** (-elo_difference / 400))

@@ -1,17 +1,12 @@
 """Checkpoint tournaments: how a run's saved networks compare with each other and with an engine.
 
-Each checkpoint plays the next one, the first one and every engine level, and
-each engine level plays the next, so every player is linked to every other by
-games, and the gain over the first checkpoint rests on direct games too, not
-only on a chain of short, intransitive steps;
-ratings are maximum-likelihood Elo with profile-likelihood intervals
-(:func:`agents.arena.ratings.elo_mle`), anchored at the first checkpoint (0 Elo).
-Deterministic players (a search with a fixed budget, an engine at a fixed
-node count) would repeat one game, so every game starts after a few random
-plies drawn from its seed, and colours alternate.
+Each checkpoint plays the next one, the first one and every engine level, and each level the next, so the gain
+over the first checkpoint rests on direct games, not only on a chain of intransitive steps. Ratings are
+maximum-likelihood Elo (:func:`agents.arena.ratings.elo_mle`) anchored at the first checkpoint (0 Elo). Every game
+starts after a few random plies, so that deterministic players do not repeat one game; colours alternate.
 
 >>> result = checkpoint_tournament(["runs/x/agents/epoch-000", "runs/x/agents/epoch-005"], "gardner")  # doctest: +SKIP
->>> print(tournament_table(result))                                                                      # doctest: +SKIP
+>>> print(tournament_table(result))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ from typing import Callable, Sequence
 
 from agents.arena import MatchResult, all_games, close_agents, rating_results, run_tournament
 from agents.base import load
+from agents.arena.ladder import engine_levels
 from agents.arena.ratings import Rating, elo_mle
 from agents.reports import markdown_table
 
@@ -37,19 +33,10 @@ class TournamentResult:
     prior_draws: float = 1.0
 
 
-def checkpoint_tournament(
-    checkpoints: Sequence[str],
-    variant: str,
-    engine_nodes: Sequence[int] = (1, 10, 100),
-    games: int = 20,
-    seed: int = 0,
-    workers: int = 1,
-    opening_plies: int = 2,
-    simulations: int | None = None,
-    prior_draws: float = 1.0,
-    engine: str | None = None,
-    progress: Callable | None = None,
-) -> TournamentResult:
+def checkpoint_tournament(checkpoints: Sequence[str], variant: str, engine_nodes: Sequence[int] = (1, 10, 100),
+                          games: int = 20, seed: int = 0, workers: int = 1, opening_plies: int = 2,
+                          simulations: int | None = None, prior_draws: float = 1.0, engine: str | None = None,
+                          progress: Callable | None = None) -> TournamentResult:
     """Play and rate saved agents (a run's checkpoints, in order) and engine levels.
 
     :param checkpoints: saved-agent directories, oldest first; named by their directory.
@@ -73,11 +60,7 @@ def checkpoint_tournament(
     names = [p.name for p in players]
     if len(set(names)) < len(names):
         raise ValueError(f"checkpoint directories need distinct names: {names}")
-    engines = []
-    if engine_nodes:
-        from agents.players.uci import UCIEngineAgent
-
-        engines = [UCIEngineAgent(variant, engine, nodes=n) for n in engine_nodes]
+    engines = engine_levels(variant, engine_nodes, engine)
     everyone = players + engines
     k = len(players)
     pairings = [(i, i + 1) for i in range(k - 1)]  # each checkpoint against the next

@@ -1,10 +1,7 @@
 """``minichess play``: a person against an agent in the terminal, or through pipes.
 
-Moves are read one per line in SAN (``Nf3``, ``exd5``, ``O-O``, ``c5=Q``) or
-UCI (``g1f3``); the commands are listed by :data:`HELP`. Everything is plain
-lines in and out, so a game can be scripted: ``printf 'Qb2\\n...' | minichess
-play 3x3 --opponent random``. At the end (or on ``resign``, ``quit``, end of
-input) the game is written as PGN.
+Moves are read one per line in SAN or UCI, commands as :data:`HELP` lists them; plain lines in and out, so a game
+can be scripted (``printf 'Qb2\\n' | minichess play 3x3``). At the end the game is written as PGN.
 """
 
 from __future__ import annotations
@@ -18,16 +15,16 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from agents.arena import PLY_LIMIT
+from agents.arena import PLY_LIMIT, close_agents
 from agents.base import Agent
-from agents.spec import LOCAL_LIMITS, check_limits, from_spec
 from agents.players.uci import EngineNotFoundError
+from agents.spec import LOCAL_LIMITS, check_limits, from_spec
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
 from minichess_envs.extras import MissingExtraError
 from minichess_envs.pgn import game_pgn, parse_san, san
 from minichess_envs.players import choose_action
-from minichess_envs.variants import FILES, get_variant
+from minichess_envs.variants import get_variant
 
 HELP = """\
 Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
@@ -37,6 +34,7 @@ Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
   quit    stop here (the game is saved unfinished)   help    this text"""
 
 RESIGNATION, TIME_FORFEIT, ABANDONED = "resignation", "time forfeit", "abandoned"
+_ASCII = str.maketrans({symbol: letter for letter, symbol in UNICODE_PIECES.items()})
 
 
 @dataclasses.dataclass
@@ -58,12 +56,8 @@ class Clock:
         return True
 
     def text(self) -> str:
-        return "   ".join(f"{COLOR_NAMES[c]} {_mmss(self.left[c])}" for c in (WHITE, BLACK))
-
-
-def _mmss(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+        left = [max(0.0, s) for s in self.left]
+        return "   ".join(f"{COLOR_NAMES[c]} {int(left[c] // 60)}:{left[c] % 60:04.1f}" for c in (WHITE, BLACK))
 
 
 def parse_clock(text: str) -> Clock:
@@ -83,19 +77,11 @@ def parse_clock(text: str) -> Clock:
 
 def board_text(position: Position, flipped: bool = False, unicode: bool = True) -> str:
     """The board with rank and file labels, White at the bottom unless ``flipped``."""
-    v = position.variant
-    pieces = position.piece_map()
-    ranks = range(1, v.height + 1) if flipped else range(v.height, 0, -1)
-    files = FILES[:v.width][::-1] if flipped else FILES[:v.width]
-    lines = []
-    for rank in ranks:
-        cells = []
-        for file in files:
-            letter = pieces.get(f"{file}{rank}")
-            cells.append((UNICODE_PIECES[letter] if unicode else letter) if letter else ("·" if unicode else "."))
-        lines.append(f"{rank} " + " ".join(cells))
-    lines.append("  " + " ".join(files))
-    return "\n".join(lines)
+    text = position.unicode() if unicode else position.unicode(empty=".").translate(_ASCII)
+    if not flipped:
+        return text
+    *ranks, files = text.splitlines()  # "5 r n b q k" and "  a b c d e": one character a square
+    return "\n".join([rank[:2] + rank[:1:-1] for rank in reversed(ranks)] + ["  " + files[:1:-1]])
 
 
 def _can_print_unicode(stream: TextIO) -> bool:
@@ -106,17 +92,20 @@ def _can_print_unicode(stream: TextIO) -> bool:
     return True
 
 
-def move_label(position: Position, move) -> str:
-    """``"3. Nc3"`` or ``"3... Nc6"``: the move number and SAN of a legal move about to be played."""
-    number = position.fullmove_number
-    return f"{number}{'.' if position.turn == WHITE else '...'} {san(position, move)}"
+def move_number(position: Position) -> str:
+    """``"3."`` with White to move, ``"3..."`` with Black."""
+    return f"{position.fullmove_number}{'.' if position.turn == WHITE else '...'}"
+
+
+def loss(colour: int) -> str:
+    """The result when ``colour`` loses."""
+    return "0-1" if colour == WHITE else "1-0"
 
 
 class TerminalGame:
     """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it.
 
-    :param hint: the agent whose move ``hint`` suggests (built from a spec on first use).
-    :param now: the clock's time source (seconds).
+    ``hint`` is the spec of the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds).
     """
 
     def __init__(self, variant: str, agent: Agent, human: int = WHITE, *, fen: str | None = None,
@@ -127,6 +116,8 @@ class TerminalGame:
         self.position = Position(self.variant, fen)
         self.agent = agent
         self.human = human
+        it = getattr(agent, "name", "agent")
+        self.names = ("you", it) if human == WHITE else (it, "you")
         self.encoding = ObservationEncoding(self.variant)
         self.hint_spec = hint or ("perfect" if self.variant.name == "3x3" else "minimax:2")
         self._hint_agent = None
@@ -147,8 +138,6 @@ class TerminalGame:
         if hasattr(agent, "reset"):
             agent.reset(seed)
 
-    # -- output ---------------------------------------------------------------
-
     def say(self, text: str = "") -> None:
         print(text, file=self.stdout, flush=True)
 
@@ -160,7 +149,7 @@ class TerminalGame:
         if self.position.ply:
             last = self.position.pop()
             who = "you" if self.position.turn == self.human else self.names[1 - self.human]
-            status.append(f"last move: {move_label(self.position, last)} ({who})")
+            status.append(f"last move: {move_number(self.position)} {san(self.position, last)} ({who})")
             self.position.push(last)
         if self.position.is_check() and not self.position.is_game_over():
             status.append("check")
@@ -168,13 +157,6 @@ class TerminalGame:
             status.append(self.clock.text())
         if status:
             self.say("   ".join(status))
-
-    # -- the game ---------------------------------------------------------------
-
-    @property
-    def names(self) -> tuple[str, str]:
-        you, it = "you", getattr(self.agent, "name", "agent")
-        return (you, it) if self.human == WHITE else (it, you)
 
     def run(self) -> str:
         """Play until the game ends; returns the result (``"*"`` if abandoned)."""
@@ -200,8 +182,11 @@ class TerminalGame:
     def finish(self, result: str, termination: str) -> None:
         self.result, self.termination = result, termination
 
-    def loss(self, colour: int) -> str:
-        return "0-1" if colour == WHITE else "1-0"
+    def play(self, move, started: float) -> None:
+        """Play ``move`` for the side to move, thought about since ``started``, unless its flag falls."""
+        if self.clock and not self.clock.spend(self.position.turn, self.now() - started):
+            return self.finish(loss(self.position.turn), TIME_FORFEIT)
+        self.position.push(move)
 
     def agent_turn(self) -> None:
         start = self.now()
@@ -209,59 +194,45 @@ class TerminalGame:
             action = choose_action(self.agent, self.position, self.encoding)
         except Exception as exc:  # an engine that died, a broken checkpoint: end the game, keep it
             self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
-            self.finish("*", ABANDONED)
-            return
-        move = self.position.action_to_move(action)
-        if self.clock and not self.clock.spend(self.position.turn, self.now() - start):
-            self.finish(self.loss(self.position.turn), TIME_FORFEIT)
-            return
-        self.position.push(move)
-        self.show()
+            return self.finish("*", ABANDONED)
+        self.play(self.position.action_to_move(action), start)
+        if self.termination is None:
+            self.show()
 
     def human_turn(self) -> None:
-        number = self.position.fullmove_number
         if self._turn_started[0] != self.position.ply:  # commands and bad input do not stop the clock
             self._turn_started = (self.position.ply, self.now())
-        start = self._turn_started[1]
-        line = self.read(f"{number}{'.' if self.position.turn == WHITE else '...'} your move: ")
+        line = self.read(f"{move_number(self.position)} your move: ")
         if line is None:
             self.say("(end of input: the game stops here)")
-            self.finish("*", ABANDONED)
-            return
+            return self.finish("*", ABANDONED)
         word = line.strip()
         command = word.lower()
         if not word:
             return
         if "\ufffd" in word:  # bytes that were not text (see _lenient): say so, the game goes on
-            self.say("? that line is not UTF-8 text: type a move or 'help'")
-            return
+            return self.say("? that line is not UTF-8 text: type a move or 'help'")
         if command in ("help", "?"):
             self.say(HELP)
         elif command == "moves":
             self.say("legal moves: " + " ".join(san(self.position, m) for m in self.position.legal_moves))
-        elif command == "board":
-            self.show()
-        elif command == "flip":
-            self.flipped = not self.flipped
+        elif command in ("board", "flip"):
+            self.flipped ^= command == "flip"
             self.show()
         elif command == "undo":
             self.undo()
         elif command == "hint":
             self.hint()
         elif command == "resign":
-            self.finish(self.loss(self.human), RESIGNATION)
+            self.finish(loss(self.human), RESIGNATION)
         elif command in ("quit", "exit"):
             self.finish("*", ABANDONED)
         else:
             try:
                 move = parse_san(self.position, word)  # SAN or UCI
             except ValueError as exc:  # IllegalMoveError and AmbiguousMoveError are ValueErrors
-                self.say(f"? {exc}")
-                return
-            if self.clock and not self.clock.spend(self.human, self.now() - start):
-                self.finish(self.loss(self.human), TIME_FORFEIT)
-                return
-            self.position.push(move)
+                return self.say(f"? {exc}")
+            self.play(move, self._turn_started[1])
 
     def read(self, prompt: str) -> str | None:
         """One line of input (``None`` at its end)."""
@@ -283,8 +254,7 @@ class TerminalGame:
         # the person's moves are the plies played with the person to move
         mine = [i for i in range(len(stack)) if (self.position.turn + len(stack) - i) % 2 == self.human]
         if not mine:
-            self.say("? nothing to undo: you have not moved yet")
-            return
+            return self.say("? nothing to undo: you have not moved yet")
         while self.position.ply > mine[-1]:
             self.position.pop()
         self.show()
@@ -295,16 +265,13 @@ class TerminalGame:
                 self._hint_agent = from_spec(self.hint_spec, self.variant, seed=self.seed)
             move = self.position.action_to_move(choose_action(self._hint_agent, self.position, self.encoding))
         except (ValueError, OSError, RuntimeError, MissingExtraError) as exc:
-            self.say(f"? no hint: {exc}")
-            return
+            return self.say(f"? no hint: {exc}")
         self.say(f"hint ({self._hint_agent.name}): {san(self.position, move)}")
 
     def pgn(self, event: str = "minichess play") -> str:
         white, black = self.names
         headers = {"Event": event, "White": white, "Black": black, "Result": self.result}
-        if self.termination:
-            headers["Termination"] = self.termination
-        return game_pgn(self.position, headers)
+        return game_pgn(self.position, {**headers, "Termination": self.termination} if self.termination else headers)
 
 
 def _lenient(stream: TextIO) -> TextIO:
@@ -317,12 +284,10 @@ def _lenient(stream: TextIO) -> TextIO:
 
 
 def _flag(flag: str, check, value):
-    """``check(value)``, its ``ValueError`` naming ``flag``."""
+    """``check(value)``, its ``ValueError`` (or :class:`EngineNotFoundError`, as plainly the user's) naming ``flag``."""
     try:
         return check(value)
-    except EngineNotFoundError as exc:  # not a ValueError, but as plainly the user's to fix
-        raise ValueError(f"{flag}: {exc}") from None
-    except ValueError as exc:
+    except (ValueError, EngineNotFoundError) as exc:
         raise ValueError(f"{flag}: {exc}") from None
 
 
@@ -346,9 +311,7 @@ def run(args) -> int:
         game.say("\n(interrupted: the game stops here)")
         game.finish("*", ABANDONED)
     finally:
-        close = getattr(agent, "close", None)
-        if close:
-            close()
+        close_agents([agent])
     text = game.pgn()
     if args.pgn == "-":
         game.say()

@@ -1,30 +1,7 @@
 """``minichess serve``: a local web app to play any agent, watch two agents, replay PGN and see what a search thinks.
 
-The page (``static/``: plain HTML, CSS and one JavaScript file, nothing from
-the network) talks to a small JSON API:
-
-=======================================  ================================================================
-``GET  /api/options``                    variants, and the agents this server offers
-``POST /api/games``                      new game ``{variant, white, black, fen?}`` (``"human"`` or an agent)
-``POST /api/pgn``                        a game read from PGN text ``{pgn}``, to replay (and play on)
-``GET  /api/games/ID``                   the game: moves with SAN, legal moves, result
-``DELETE /api/games/ID``                 end the game (an agent thinking in it stops)
-``POST /api/games/ID/move``              a person's move ``{move}`` (UCI or SAN)
-``POST /api/games/ID/agent``             the agent to move plays (off the event loop, within ``move_seconds``)
-``POST /api/games/ID/undo``              take back to the person's previous turn
-``POST /api/games/ID/resign``            the side to move (the person, against an agent) resigns
-``GET  /api/games/ID/pgn``               the game as a PGN file
-``GET  /api/games/ID/analysis?ply=N``    3x3 tablebase verdicts; an AlphaZero agent's search
-=======================================  ================================================================
-
-Safety: agents come from built-in specs within :data:`agents.spec.SERVER_LIMITS`
-or from saved-agent directories named on the command line or found under the runs
-directory, looked up by name; nothing the browser sends is used as a path. Bad
-requests get a 4xx JSON ``{"error": ...}`` and change nothing; POSTs must be
-``application/json``, so another web site cannot send them from a visitor's browser
-(no CORS). Bodies over :data:`MAX_BODY` are refused before they are read into memory.
-Agent moves, analyses and PGN reads run in worker threads under :func:`bounded`:
-they stop when over their time, when their game is deleted and when the server stops.
+The page is ``static/`` (nothing from the network); its JSON API is the routes of :class:`PlayServer`, listed
+with what the server trusts in docs/play.md. Bad requests get a 4xx ``{"error": ...}`` and change nothing.
 """
 
 from __future__ import annotations
@@ -38,25 +15,26 @@ import sys
 import threading
 import time
 
-from minichess_envs.extras import MissingExtraError, require
+from minichess_envs.extras import MissingExtraError, extra_hint, require
 
-require("starlette", "play", "the web app (agents.play.web)")  # before the imports below: names the extra
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+with extra_hint("the web app (agents.play.web)", only="starlette", extra="play"):  # names the extra
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.datastructures import Headers
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, JSONResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
 
-from agents.arena import PLY_LIMIT
+from agents.arena import PLY_LIMIT, close_agents
 from agents.base import Agent, manifest_game, read_manifest
-from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
+from agents.play.terminal import RESIGNATION, loss
 from agents.players.uci import EngineNotFoundError, find_engine
+from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import COLOR_NAMES, WHITE, Move, Position
+from minichess_envs.engine import COLOR_NAMES, Move, Position
 from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san
 from minichess_envs.players import choose_action
 from minichess_envs.variants import VARIANTS, Variant, get_variant
@@ -66,7 +44,6 @@ HUMAN = "human"
 MAX_BODY = 1 << 20  # bytes of a request (a long PGN is ~10 kB)
 MOVE_SECONDS = 20.0  # an agent's move or analysis; built-in agents within SERVER_LIMITS need well under 1 s
 PGN_SECONDS = 5.0  # reading an upload: a 1 MiB file of games each illegal at its last move took 17.7 s
-RESIGNATION = "resignation"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _THREADING = threading.__dict__
 #: Work under bounded() pauses this long after each YIELD_EVERY seconds, so the event loop gets the GIL within
@@ -87,12 +64,8 @@ class _Stop(BaseException):
 
 
 def bounded(fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
-    """``fn(*args)`` in this thread, stopped at its next Python call once ``seconds`` pass or a ``stops`` event is set.
-
-    Raises :class:`Stopped`. The check runs on every Python function call in this
-    thread (a trace function), so pure-Python search such as minimax stops within
-    milliseconds; a wait inside C (an engine's pipe) is ended by closing the agent.
-    """
+    """``fn(*args)``, raising :class:`Stopped` at its next Python call once ``seconds`` pass or a ``stops`` event
+    is set (a trace function: pure-Python search stops within milliseconds; closing an engine ends a wait in C)."""
     deadline = time.monotonic() + seconds
     paused = [time.monotonic()]
 
@@ -125,7 +98,6 @@ class WebGame:
     def __init__(self, game_id: str, position: Position, players: tuple[str, str], agents: list[Agent | None],
                  names: tuple[str, str], ply_limit: int, headers: dict | None = None):
         self.id = game_id
-        self.position = position
         self.players = players
         self.agents = agents
         self.names = names
@@ -138,8 +110,8 @@ class WebGame:
         self.stop = threading.Event()  # set when the game ends on the server: its agents' work stops
         self.touched = time.monotonic()
         self.history: list[dict] = []
-        replay, self.position = position, Position(position.variant, position.root_fen)
-        for move in replay.move_stack:
+        self.position = Position(position.variant, position.root_fen)
+        for move in position.move_stack:
             self.push(move)
 
     def push(self, move: Move) -> None:
@@ -155,7 +127,7 @@ class WebGame:
     def status(self) -> tuple[str, str | None]:
         """``(result, termination)``; ``("*", None)`` while the game goes on."""
         if self.resigned is not None:
-            return ("0-1" if self.resigned == WHITE else "1-0"), RESIGNATION
+            return loss(self.resigned), RESIGNATION
         outcome = self.position.outcome()
         if outcome is not None:
             return outcome.result(), outcome.termination.name.lower().replace("_", " ")
@@ -164,55 +136,35 @@ class WebGame:
         return "*", None
 
     def state(self) -> dict:
-        pos = self.position
+        pos, v = self.position, self.position.variant
         result, termination = self.status()
         over = termination is not None
         legal = [] if over else [
             {"uci": m.uci(), "san": san(pos, m), "from": m.from_square, "to": m.to_square, "promotion": m.promotion}
             for m in pos.legal_moves
         ]
-        v = pos.variant
-        return {
-            "id": self.id,
-            "variant": {"name": v.name, "width": v.width, "height": v.height},
-            "players": dict(zip(COLOR_NAMES, self.players)),
-            "names": dict(zip(COLOR_NAMES, self.names)),
-            "start_fen": pos.root_fen,
-            "fen": pos.fen(),
-            "ply": pos.ply,
-            "turn": COLOR_NAMES[pos.turn],
-            "to_move": self.players[pos.turn],
-            "check": pos.is_check() and not over,
-            "history": self.history,
-            "legal": legal,
-            "result": result,
-            "termination": termination,
-            "over": over,
-            "busy": self.busy,
-            "ply_limit": self.ply_limit,
-        }
+        return {"id": self.id, "variant": {"name": v.name, "width": v.width, "height": v.height},
+                "players": dict(zip(COLOR_NAMES, self.players)), "names": dict(zip(COLOR_NAMES, self.names)),
+                "start_fen": pos.root_fen, "fen": pos.fen(), "ply": pos.ply, "turn": COLOR_NAMES[pos.turn],
+                "to_move": self.players[pos.turn], "check": pos.is_check() and not over, "history": self.history,
+                "legal": legal, "result": result, "termination": termination, "over": over, "busy": self.busy,
+                "ply_limit": self.ply_limit}
 
     def pgn(self) -> str:
         result, termination = self.status()
         headers = {**self.headers, "Event": self.headers.get("Event", "minichess serve"),
                    "White": self.names[0], "Black": self.names[1], "Result": result}
-        if termination:
-            headers["Termination"] = termination
-        return game_pgn(self.position, headers)
+        return game_pgn(self.position, {**headers, "Termination": termination} if termination else headers)
 
     def choose(self, position: Position) -> Move:
         """The agent to move's choice (run in a worker thread)."""
         with self.agent_lock:
-            action = choose_action(self.agents[position.turn], position, self.encoding)
-        return position.action_to_move(action)
+            return position.action_to_move(choose_action(self.agents[position.turn], position, self.encoding))
 
     def close(self) -> None:
         """Stop the agents' work and close them (an engine may take ~2 s to quit: not on the event loop)."""
         self.stop.set()
-        for agent in self.agents:
-            close = getattr(agent, "close", None)
-            if close:
-                close()
+        close_agents(self.agents)
 
 
 class HostCheck:
@@ -223,10 +175,9 @@ class HostCheck:
         self.allowed = {_host_name(h) for h in allowed_hosts}
 
     async def __call__(self, scope, receive, send):
-        host = _host_name(Headers(scope=scope).get("host", "")) if scope["type"] in ("http", "websocket") else None
-        if host is not None and host not in self.allowed:
-            await JSONResponse({"error": "Invalid host header"}, status_code=400)(scope, receive, send)
-            return
+        checked = scope["type"] in ("http", "websocket")
+        if checked and _host_name(Headers(scope=scope).get("host", "")) not in self.allowed:
+            return await JSONResponse({"error": "Invalid host header"}, status_code=400)(scope, receive, send)
         await self.app(scope, receive, send)
 
 
@@ -234,11 +185,8 @@ def _host_name(host: str) -> str:
     """A ``Host`` header's or an address's host, lower case, without port or brackets: ``[::1]:80`` -> ``::1``."""
     host = host.strip().lower()
     if host.startswith("["):  # an IPv6 literal: its colons are not the port's
-        end = host.find("]")
-        return host[1:end] if end > 0 else ""
-    if host.count(":") > 1:  # a bare IPv6 address, as --host takes it
-        return host
-    return host.partition(":")[0]
+        return host[1:host.find("]")] if "]" in host else ""
+    return host if host.count(":") > 1 else host.partition(":")[0]  # more than one: a bare IPv6 address (--host)
 
 
 class PlayServer:
@@ -262,19 +210,20 @@ class PlayServer:
         self._tablebase = None
         self._tablebase_lock = threading.Lock()
         self._analysers: dict[str, tuple[Agent, threading.Lock]] = {}
+        game = "/api/games/{id}"
         routes = [
-            Route("/", self.index),
+            Route("/", lambda request: FileResponse(os.path.join(STATIC, "index.html"))),
             Route("/api/options", self.options),
             Route("/api/games", self.new_game, methods=["POST"]),
             Route("/api/pgn", self.load_pgn, methods=["POST"]),
-            Route("/api/games/{id}", self.get_game),
-            Route("/api/games/{id}", self.delete_game, methods=["DELETE"]),
-            Route("/api/games/{id}/move", self.move, methods=["POST"]),
-            Route("/api/games/{id}/agent", self.agent_move, methods=["POST"]),
-            Route("/api/games/{id}/undo", self.undo, methods=["POST"]),
-            Route("/api/games/{id}/resign", self.resign, methods=["POST"]),
-            Route("/api/games/{id}/pgn", self.pgn),
-            Route("/api/games/{id}/analysis", self.analysis),
+            Route(game, self.get_game),
+            Route(game, self.delete_game, methods=["DELETE"]),
+            Route(f"{game}/move", self.move, methods=["POST"]),
+            Route(f"{game}/agent", self.agent_move, methods=["POST"]),
+            Route(f"{game}/undo", self.undo, methods=["POST"]),
+            Route(f"{game}/resign", self.resign, methods=["POST"]),
+            Route(f"{game}/pgn", self.pgn),
+            Route(f"{game}/analysis", self.analysis),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
         middleware = [Middleware(HostCheck, allowed_hosts=allowed_hosts)] if allowed_hosts else []
@@ -291,15 +240,12 @@ class PlayServer:
 
     def saved(self) -> dict[str, str]:
         """Saved agents on offer: those named on the command line, then those under the runs directory."""
-        found = dict(self.named)
-        if self.runs_dir:
-            for name, path in saved_agents(self.runs_dir).items():
-                found.setdefault(name, path)
-        return found
+        runs = saved_agents(self.runs_dir) if self.runs_dir else {}
+        return {**self.named, **{name: path for name, path in runs.items() if name not in self.named}}
 
     def builtin(self) -> list[dict]:
         """The built-in agents on offer, each with the variants it plays (``None``: all)."""
-        out = [{"name": "random", "variants": None}, {"name": "greedy", "variants": None}]
+        out = [{"name": name, "variants": None} for name in ("random", "greedy")]
         out += [{"name": f"minimax:{d}", "variants": None} for d in range(1, SERVER_LIMITS.depth + 1)]
         for engine, nodes in (("fairy-stockfish", (100, 1000, 10000)), ("stockfish", (1000, 100000))):
             try:
@@ -309,32 +255,41 @@ class PlayServer:
             plays = ["chess"] if engine == "stockfish" else [n for n, v in VARIANTS.items() if v.fairy_stockfish]
             out += [{"name": f"{engine}:{n}", "variants": plays} for n in nodes]
         out.append({"name": "perfect", "variants": ["3x3"]})
-        out += [{"name": name, "variants": None} for name in self.extra_agents]
-        return out
+        return out + [{"name": name, "variants": None} for name in self.extra_agents]
 
-    def make_agent(self, name: str, variant: Variant) -> Agent:
-        """A new agent from a name the browser sent (a saved agent's, or a spec within SERVER_LIMITS; never a path)."""
-        saved = self.saved()
-        if name in saved:
-            return load_for_variant(saved[name], variant)
-        if name in self.extra_agents:
-            return self.extra_agents[name](variant)
-        try:
-            return from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS)
-        except EngineNotFoundError as exc:
-            raise ValueError(str(exc)) from None
-
-    def player_name(self, name: str) -> str:
-        """The name a game shows for a player the browser sent: saved and extra agents as named, specs normalised."""
-        if name in self.extra_agents or name in self.saved():
-            return name
-        return HUMAN if name.strip().lower() == HUMAN else parse_spec(name)
+    def make_agents(self, players: tuple[str, str], variant: Variant) -> tuple[tuple[str, str], list[Agent | None]]:
+        """The players' names (specs normalised) and an agent for each non-human (loading is slow: a worker thread):
+        a saved agent's or an extra's name, or a spec within SERVER_LIMITS; never a path."""
+        names, agents, saved = [], [], self.saved()
+        for player in players:
+            if not isinstance(player, str) or not player.strip():
+                raise HTTPException(422, f"a player must be {HUMAN!r} or an agent's name, not {player!r}")
+            try:
+                name = player if player in self.extra_agents or player in saved else (
+                    HUMAN if player.strip().lower() == HUMAN else parse_spec(player))
+                if name == HUMAN:
+                    agents.append(None)
+                elif name in saved:
+                    agents.append(load_for_variant(saved[name], variant))
+                elif name in self.extra_agents:
+                    agents.append(self.extra_agents[name](variant))
+                else:
+                    try:
+                        agents.append(from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS))
+                    except EngineNotFoundError as exc:
+                        raise ValueError(str(exc)) from None
+            # unknown name, wrong variant, engine missing, broken saved agent, an extra to install (torch)
+            except (ValueError, MissingExtraError) as exc:
+                close_agents(agents)
+                raise HTTPException(422, str(exc)) from None
+            names.append(name)
+        return tuple(names), agents
 
     def analyser(self, name: str, game: WebGame) -> tuple[Agent, threading.Lock] | None:
         """The agent whose search the analysis shows: ``name`` (a player or saved agent), else a player that can."""
-        for colour, player in enumerate(game.players):
-            if game.agents[colour] is not None and hasattr(game.agents[colour], "analyse") and name in (None, player):
-                return game.agents[colour], game.agent_lock
+        for agent, player in zip(game.agents, game.players):
+            if agent is not None and hasattr(agent, "analyse") and name in (None, player):
+                return agent, game.agent_lock
         if name is None:
             return None
         if name not in self._analysers:
@@ -347,14 +302,21 @@ class PlayServer:
             self._analysers[name] = (agent, threading.Lock())
         return self._analysers[name]
 
-    @property
-    def tablebase(self):
+    def verdicts(self, position: Position) -> dict | None:
+        """The 3x3 tablebase's verdict on ``position`` and on each move (``None`` outside the table)."""
         with self._tablebase_lock:
             if self._tablebase is None:
                 from minichess_envs.tablebase import Tablebase
 
                 self._tablebase = Tablebase.load("3x3")
-            return self._tablebase
+        try:
+            value, dtm = self._tablebase.probe(position)
+        except ValueError:  # a position outside the table (other armies)
+            return None
+        moves = [{"uci": m.move.uci(), "san": san(position, m.move), "value": m.value, "dtm": m.dtm,
+                  "verdict": _verdict(m.value, m.dtm)} for m in self._tablebase.move_values(position)]
+        moves.sort(key=lambda m: (-m["value"], m["dtm"] if m["value"] > 0 else -(m["dtm"] or 0)))
+        return {"value": value, "dtm": dtm, "verdict": _verdict(value, dtm), "moves": moves}
 
     # -- games ---------------------------------------------------------------------
 
@@ -366,23 +328,6 @@ class PlayServer:
         game.touched = time.monotonic()
         return game
 
-    def make_agents(self, players: tuple[str, str], variant: Variant) -> tuple[tuple[str, str], list[Agent | None]]:
-        """The players' names (specs normalised) and an agent for each non-human (loading is slow: a worker thread)."""
-        names, agents = [], []
-        for player in players:
-            if not isinstance(player, str) or not player.strip():
-                raise HTTPException(422, f"a player must be {HUMAN!r} or an agent's name, not {player!r}")
-            try:
-                name = self.player_name(player)
-                agents.append(None if name == HUMAN else self.make_agent(name, variant))
-            # unknown name, wrong variant, engine missing, broken saved agent, an extra to install (torch)
-            except (ValueError, MissingExtraError) as exc:
-                for agent in agents:
-                    getattr(agent, "close", lambda: None)()
-                raise HTTPException(422, str(exc)) from None
-            names.append(name)
-        return tuple(names), agents
-
     def make_game(self, position: Position, players: tuple[str, str], agents: list[Agent | None],
                   headers: dict | None = None, names: tuple[str, str] | None = None) -> WebGame:
         """A new game, not yet registered (replaying a long PGN's moves takes a while: a worker thread)."""
@@ -393,19 +338,15 @@ class PlayServer:
         return WebGame(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
 
     async def add(self, game: WebGame) -> WebGame:
-        """Register ``game``, dropping the least recently used idle games beyond ``max_games``.
-
-        On the event loop, where alone the games dict changes; games are closed in
-        a worker thread (an engine may take ~2 s to quit).
-        """
+        """Register ``game``, dropping the least recently used idle games beyond ``max_games`` (on the event loop,
+        where alone the games dict changes; games are closed in a worker thread)."""
         dropped = []
         while len(self.games) >= self.max_games:
             idle = [g for g in self.games.values() if not g.busy]
             if not idle:
                 await run_in_threadpool(game.close)
                 raise HTTPException(503, "too many games in progress: try again shortly")
-            oldest = min(idle, key=lambda g: g.touched)
-            dropped.append(self.games.pop(oldest.id))
+            dropped.append(self.games.pop(min(idle, key=lambda g: g.touched).id))
         self.games[game.id] = game
         for old in dropped:
             await run_in_threadpool(old.close)
@@ -428,9 +369,6 @@ class PlayServer:
 
     # -- handlers ------------------------------------------------------------------
 
-    async def index(self, request: Request) -> Response:
-        return FileResponse(os.path.join(STATIC, "index.html"))
-
     async def options(self, request: Request) -> Response:
         saved = []
         for name, path in self.saved().items():
@@ -438,9 +376,8 @@ class PlayServer:
                 game = manifest_game(path)
             except ValueError:
                 continue  # a broken directory is not offered
-            if game is not None and game not in VARIANTS:
-                continue  # a board game's agent: the app plays chess variants
-            saved.append({"name": name, "variants": None if game is None else [get_variant(game).name]})
+            if game is None or game in VARIANTS:  # not a board game's agent: the app plays chess variants
+                saved.append({"name": name, "variants": None if game is None else [get_variant(game).name]})
         variants = [{"name": v.name, "width": v.width, "height": v.height, "start_fen": v.start_fen}
                     for v in VARIANTS.values()]
         return JSONResponse({"variants": variants, "agents": self.builtin() + saved, "human": HUMAN})
@@ -458,16 +395,14 @@ class PlayServer:
         return JSONResponse(game.state(), status_code=201)
 
     async def load_pgn(self, request: Request) -> Response:
-        data = await _json(request)
-        text = _field(data, "pgn", None)
+        text = _field(await _json(request), "pgn", None)
         try:
             (game, result), stats = await self.run(self.read_first_game, text, seconds=self.pgn_seconds)
         except Stopped as exc:
             raise HTTPException(422 if exc.timed_out else 503, f"cannot read this PGN: reading {exc}") from None
         if game is None:
             raise HTTPException(422, f"cannot read this PGN: {stats}")
-        game = await self.add(game)
-        state = game.state()
+        state = (await self.add(game)).state()
         if result != "*" and not state["over"]:
             state["pgn_result"] = result  # e.g. a resignation: shown, the game stays playable
         return JSONResponse(state, status_code=201)
@@ -494,19 +429,16 @@ class PlayServer:
 
     async def move(self, request: Request) -> Response:
         game = self.game(request)
-        data = await _json(request)
-        text = _field(data, "move", None)
-        self._check_turn(game, human=True)
+        text = _field(await _json(request), "move", None)
+        _check_turn(game, human=True)
         try:
-            move = parse_san(game.position, text)  # SAN or UCI
+            game.push(parse_san(game.position, text))  # SAN or UCI
         except ValueError as exc:  # illegal, ambiguous or not a move
             raise HTTPException(422, str(exc)) from None
-        game.push(move)
         return JSONResponse(game.state())
 
     async def agent_move(self, request: Request) -> Response:
-        game = self.game(request)
-        self._check_turn(game, human=False)
+        game = _check_turn(self.game(request), human=False)
         game.busy = True
         name = game.names[game.position.turn]
         try:
@@ -524,37 +456,22 @@ class PlayServer:
         game.push(move)
         return JSONResponse(game.state())
 
-    def _check_turn(self, game: WebGame, human: bool) -> None:
-        if game.busy:
-            raise HTTPException(409, "an agent is thinking about its move in this game")
-        result, termination = game.status()
-        if termination:
-            raise HTTPException(409, f"the game is over ({result}, {termination})")
-        mover = game.players[game.position.turn]
-        if human and mover != HUMAN:
-            raise HTTPException(409, f"it is {mover}'s move ({COLOR_NAMES[game.position.turn]}), not a person's")
-        if not human and mover == HUMAN:
-            raise HTTPException(409, f"it is the person's move ({COLOR_NAMES[game.position.turn]})")
-
     async def undo(self, request: Request) -> Response:
         game = self.game(request)
         await _json(request)
-        if game.busy:
-            raise HTTPException(409, "an agent is thinking about its move in this game")
+        _idle(game)
         if game.position.ply == 0:
             raise HTTPException(409, "nothing to undo: no move has been played")
         game.resigned = None
         game.pop()
-        if HUMAN in game.players:  # back to a person's turn
-            while game.position.ply and game.players[game.position.turn] != HUMAN:
-                game.pop()
+        while HUMAN in game.players and game.position.ply and game.players[game.position.turn] != HUMAN:
+            game.pop()  # back to a person's turn
         return JSONResponse(game.state())
 
     async def resign(self, request: Request) -> Response:
         game = self.game(request)
         await _json(request)
-        if game.busy:
-            raise HTTPException(409, "an agent is thinking about its move in this game")
+        _idle(game)
         if game.status()[1]:
             raise HTTPException(409, "the game is already over")
         humans = [c for c, p in enumerate(game.players) if p == HUMAN]
@@ -565,17 +482,15 @@ class PlayServer:
 
     async def pgn(self, request: Request) -> Response:
         game = self.game(request)
-        v = game.position.variant.name
+        name = f"minichess-{game.position.variant.name}-{game.id}.pgn"
         return Response(game.pgn(), media_type="application/x-chess-pgn",
-                        headers={"Content-Disposition": f'attachment; filename="minichess-{v}-{game.id}.pgn"'})
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     async def analysis(self, request: Request) -> Response:
         game = self.game(request)
-        ply = request.query_params.get("ply")
-        if ply is None:
-            ply = game.position.ply
+        ply = request.query_params.get("ply", str(game.position.ply))
         # isascii: "²".isdigit() is true but int("²") fails; the length check keeps int() off 5,000 digits
-        elif not (ply.isascii() and ply.isdigit()) or len(ply) > 9 or int(ply) > game.position.ply:
+        if not (ply.isascii() and ply.isdigit()) or len(ply) > 9 or int(ply) > game.position.ply:
             shown = ply if len(ply) <= 20 else f"{ply[:20]}... ({len(ply)} characters)"
             raise HTTPException(422, f"ply must be a number from 0 to {game.position.ply}, not {shown!r}")
         position = game.position.copy()
@@ -605,16 +520,23 @@ class PlayServer:
             out["search"] = view
         return JSONResponse(out)
 
-    def verdicts(self, position: Position) -> dict | None:
-        tb = self.tablebase
-        try:
-            value, dtm = tb.probe(position)
-        except ValueError:  # a position outside the table (other armies)
-            return None
-        moves = [{"uci": m.move.uci(), "san": san(position, m.move), "value": m.value, "dtm": m.dtm,
-                  "verdict": _verdict(m.value, m.dtm)} for m in tb.move_values(position)]
-        moves.sort(key=lambda m: (-m["value"], m["dtm"] if m["value"] > 0 else -(m["dtm"] or 0)))
-        return {"value": value, "dtm": dtm, "verdict": _verdict(value, dtm), "moves": moves}
+
+def _idle(game: WebGame) -> WebGame:
+    if game.busy:
+        raise HTTPException(409, "an agent is thinking about its move in this game")
+    return game
+
+
+def _check_turn(game: WebGame, human: bool) -> WebGame:
+    result, termination = _idle(game).status()
+    if termination:
+        raise HTTPException(409, f"the game is over ({result}, {termination})")
+    mover, colour = game.players[game.position.turn], COLOR_NAMES[game.position.turn]
+    if human and mover != HUMAN:
+        raise HTTPException(409, f"it is {mover}'s move ({colour}), not a person's")
+    if not human and mover == HUMAN:
+        raise HTTPException(409, f"it is the person's move ({colour})")
+    return game
 
 
 def _verdict(value: int, dtm: int | None) -> str:
@@ -625,33 +547,27 @@ def _verdict(value: int, dtm: int | None) -> str:
 
 
 async def _json(request: Request) -> dict:
-    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 if over :data:`MAX_BODY`."""
+    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 over :data:`MAX_BODY` (from
+    ``Content-Length``, or, chunked, as soon as the bytes read pass it)."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         raise HTTPException(415, "send the request body as application/json")
-    raw = await _body(request)
+    length = request.headers.get("content-length")
+    if length is not None and not (length.isascii() and length.isdigit()):
+        raise HTTPException(400, "the Content-Length header is not a number")
+    if length is not None and (len(length) > 12 or int(length) > MAX_BODY):
+        raise HTTPException(413, f"request body over {MAX_BODY} bytes")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise HTTPException(413, f"request body over {MAX_BODY} bytes")
     if not raw.strip():
         return {}
     # A big body takes milliseconds to decode: a worker thread, so other requests are not held up.
     return await run_in_threadpool(_decode, raw) if len(raw) > 65536 else _decode(raw)
 
 
-async def _body(request: Request) -> bytes:
-    """The body; 413 from its ``Content-Length``, or (chunked) as soon as the bytes read pass MAX_BODY."""
-    length = request.headers.get("content-length")
-    if length is not None and not (length.isascii() and length.isdigit()):
-        raise HTTPException(400, "the Content-Length header is not a number")
-    if length is not None and (len(length) > 12 or int(length) > MAX_BODY):
-        raise HTTPException(413, f"request body over {MAX_BODY} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise HTTPException(413, f"request body over {MAX_BODY} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _decode(raw: bytes) -> dict:
+def _decode(raw: bytearray) -> dict:
     try:
         data = json.loads(raw)
     except RecursionError:  # e.g. 100,000 nested brackets
@@ -680,15 +596,9 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
 
 
-def create_app(runs_dir: str | None = "runs", agent_paths: list[str] = (), **options) -> Starlette:
-    """The ASGI app (see :class:`PlayServer` for the options)."""
-    return PlayServer(runs_dir, agent_paths, **options).app
-
-
 def serve(args) -> int:
     """``minichess serve`` (``args`` from :func:`minichess_envs.cli.main`)."""
     uvicorn = require("uvicorn", "play", "minichess serve")
-
     loopback = args.host in LOOPBACK
     # Answer only requests addressed to this host (DNS rebinding); all interfaces accept any name.
     hosts = list(LOOPBACK) if loopback else None if args.host in ("0.0.0.0", "::") else [args.host]
@@ -699,6 +609,7 @@ def serve(args) -> int:
             # uvicorn waits for the requests in flight before it shuts down: their work must stop first.
             server.stop_all()
             super().handle_exit(sig, frame)
+
     if not loopback:
         print(f"warning: listening on {args.host}: anyone who can reach this machine can use the app")
     saved = server.saved()
@@ -709,4 +620,3 @@ def serve(args) -> int:
     Server(uvicorn.Config(server.app, host=args.host, port=args.port, log_level="warning",
                           timeout_graceful_shutdown=1)).run()
     return 0
-

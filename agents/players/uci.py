@@ -3,46 +3,43 @@
 >>> with UCIEngineAgent("gardner", nodes=100) as engine:      # doctest: +SKIP
 ...     action = engine.act(observation, mask, position)
 
-The engine process starts on the first move and is shut down by :meth:`close`
-(also on ``with`` exit, garbage collection, and when a pickled copy's process
-exits), so agents can be pickled into worker processes, each of which then
-runs its own engine. Search is single-threaded and ``reset`` sends
-``ucinewgame`` (clearing the hash), so with a node or depth limit the engine's
-moves depend only on the game: arena results are reproducible.
+The engine starts on the first move and stops on :meth:`close` (also on ``with`` exit and garbage collection);
+a pickled copy starts its own. Search is single-threaded and ``reset`` clears the hash, so with a node or depth
+limit the engine's moves depend only on the game: arena results are reproducible.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import re
 import shutil
 import subprocess
 import threading
 import warnings
 from typing import NamedTuple
 
-from agents.base import Agent, check_settings, read_manifest, write_manifest
+from agents.base import Agent, check_settings, need_position, read_manifest, write_manifest
 from minichess_envs.engine import IllegalMoveError
 from minichess_envs.variants import VARIANTS, get_variant
 
-#: Debian/Ubuntu package of each engine, for the error message when it is missing.
-PACKAGES = {"fairy-stockfish": "fairy-stockfish", "stockfish": "stockfish"}
+#: The engines spoken to (each also the name of its Debian/Ubuntu package).
+ENGINES = ("fairy-stockfish", "stockfish")
 SEARCH_DIRS = ("/usr/games", "/usr/local/games")  # Debian installs games here, often not on PATH
-#: Options naming files the engine writes (``Debug Log File``) or reads (networks, tablebases, variant
-#: definitions): refused unless the caller passes ``file_options=True``. Lower case: UCI option names
-#: are case-insensitive.
+#: Options naming files the engine writes or reads (refused unless ``file_options=True``); lower case: UCI option
+#: names are case-insensitive.
 FILE_OPTIONS = frozenset({"debug log file", "evalfile", "evalfilesmall", "syzygypath", "variantpath"})
 #: Options the agent sets itself.
 OWN_OPTIONS = frozenset({"uci_variant", "threads"})
+#: An ``info`` line's score: the first ``score`` word, then ``cp`` or ``mate`` and a number.
+SCORE = re.compile(r"info(?:\s.*?)?\sscore\s+(cp|mate)\s+([+-]?\d+)(?:\s|$)")
 
 
 def check_engine_options(options: dict, file_options: bool = False) -> dict:
-    """``options`` as ``{name: value}`` checked for ``setoption``: ``ValueError`` naming the bad one.
-
-    Names and values must be plain text on one line (no control characters, so nothing can
-    smuggle a second command into the engine), names may not contain the words ``name`` or
-    ``value``, values are str, int, float or bool; file options need ``file_options=True``.
-    """
+    """``options`` as ``{name: value}`` checked for ``setoption``: ``ValueError`` naming the bad one. Names and values
+    must be plain text on one line (so nothing can smuggle a second command into the engine), names may not contain the
+    words ``name`` or ``value``, values are str, int, float or bool; file options need ``file_options=True``."""
     if not isinstance(options, dict):
         raise ValueError(f"engine options must be a dict of name -> value, got {type(options).__name__}")
     for key, value in options.items():
@@ -90,53 +87,34 @@ def find_engine(engine: str, path: str | None = None) -> str:
         return path
     found = shutil.which(engine) or shutil.which(engine, path=os.pathsep.join(SEARCH_DIRS))
     if found is None:
-        package = PACKAGES.get(engine, engine)
-        raise EngineNotFoundError(
-            f"{engine} not found on PATH or in {', '.join(SEARCH_DIRS)}: install Debian's {package} package "
-            f"(apt install {package}) or pass path="
-        )
+        raise EngineNotFoundError(f"{engine} not found on PATH or in {', '.join(SEARCH_DIRS)}: install Debian's "
+                                  f"{engine} package (apt install {engine}) or pass path=")
     return found
 
 
 class UCIEngineAgent(Agent):
     """Plays the moves of a UCI engine, searching to a node, depth or time limit.
 
-    :param variant: the variant played; Fairy-Stockfish gets its ``UCI_Variant``
-        (``gardner``, ``losalamos``, ``chess``; others need ``variant_config``).
-    :param engine: ``"fairy-stockfish"`` or ``"stockfish"`` (default: stockfish
-        for chess, else fairy-stockfish).
+    :param variant: the variant played; Fairy-Stockfish gets its ``UCI_Variant`` (``gardner``, ``losalamos``,
+        ``chess``; others need ``variant_config``).
+    :param engine: ``"fairy-stockfish"`` or ``"stockfish"`` (default: stockfish for chess, else fairy-stockfish).
     :param path: the engine binary (default: searched on PATH, then /usr/games).
-    :param nodes, depth, movetime: the search limit, exactly one (movetime in
-        milliseconds); default ``nodes=1000``.
-    :param options: extra ``setoption`` values, e.g. ``{"Hash": 64}``. (``Skill Level`` below 20
-        picks moves with a clock-seeded random generator: games stop being reproducible.) Checked by
-        :func:`check_engine_options`.
+    :param nodes, depth, movetime: the search limit, exactly one (movetime in ms); default ``nodes=1000``.
+    :param options: extra ``setoption`` values, e.g. ``{"Hash": 64}`` (:func:`check_engine_options`).
+        ``Skill Level`` below 20 picks moves with a clock-seeded generator: games stop being reproducible.
     :param file_options: allow options that name files (``Debug Log File``, ``EvalFile``, ...).
-    :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``)
-        for variants it does not build in; name the section with ``uci_variant``.
-    :param timeout: seconds to wait for any answer (on top of ``movetime``).
-    """
+    :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``) for variants it does not
+        build in; name the section with ``uci_variant``.
+    :param timeout: seconds to wait for any answer (on top of ``movetime``)."""
 
-    def __init__(
-        self,
-        variant: str = "gardner",
-        engine: str | None = None,
-        path: str | None = None,
-        *,
-        nodes: int | None = None,
-        depth: int | None = None,
-        movetime: int | None = None,
-        options: dict | None = None,
-        variant_config: str | None = None,
-        uci_variant: str | None = None,
-        name: str | None = None,
-        timeout: float = 30.0,
-        file_options: bool = False,
-    ):
+    def __init__(self, variant: str = "gardner", engine: str | None = None, path: str | None = None, *,
+                 nodes: int | None = None, depth: int | None = None, movetime: int | None = None,
+                 options: dict | None = None, variant_config: str | None = None, uci_variant: str | None = None,
+                 name: str | None = None, timeout: float = 30.0, file_options: bool = False):
         v = get_variant(variant)
         self.variant = v.name
         self.engine = engine or default_engine(v.name)
-        if self.engine not in PACKAGES:
+        if self.engine not in ENGINES:
             raise ValueError(f"engine must be 'fairy-stockfish' or 'stockfish', not {self.engine!r}")
         if self.engine == "stockfish":
             if v.name != "chess":
@@ -146,16 +124,13 @@ class UCIEngineAgent(Agent):
         self.uci_variant = uci_variant or (v.fairy_stockfish if self.engine == "fairy-stockfish" else None)
         if self.engine == "fairy-stockfish" and self.uci_variant is None:
             built_in = ", ".join(name for name, w in VARIANTS.items() if w.fairy_stockfish)
-            raise ValueError(
-                f"Fairy-Stockfish has no built-in variant for {v.name!r} (built in: {built_in}); pass "
-                "variant_config= (a variants.ini defining it) and uci_variant= (its section name)"
-            )
+            raise ValueError(f"Fairy-Stockfish has no built-in variant for {v.name!r} (built in: {built_in}); pass "
+                             "variant_config= (a variants.ini defining it) and uci_variant= (its section name)")
         if variant_config is not None and not os.path.isfile(variant_config):
             raise ValueError(f"variant_config {variant_config!r} is not a file")
         self.variant_config = variant_config
         limits = {k: val for k, val in (("nodes", nodes), ("depth", depth), ("movetime", movetime)) if val is not None}
-        if not limits:
-            limits = {"nodes": 1000}
+        limits = limits or {"nodes": 1000}
         if len(limits) > 1:
             raise ValueError(f"give one search limit (nodes, depth or movetime), got {', '.join(limits)}")
         (self.limit, self.limit_value), = limits.items()
@@ -171,27 +146,20 @@ class UCIEngineAgent(Agent):
         short = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}[self.engine]
         unit = {"nodes": "n", "depth": "d", "movetime": "ms"}[self.limit]
         self.name = name or f"{short}-{unit}{self.limit_value}"
-        self._proc = None
-        self._lines = None
-        self._reader = None
-
-    # -- the process ---------------------------------------------------------
+        self._proc = self._lines = None
 
     def start(self) -> None:
         """Start the engine and configure it (done by the first move if not called)."""
         if self._proc is not None and self._proc.poll() is None:
             return
         try:
-            self._proc = subprocess.Popen(
-                [self.binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, bufsize=1,
-            )
+            self._proc = subprocess.Popen([self.binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
         except OSError as exc:
             raise EngineError(f"cannot start {self.engine} ({self.binary}): {exc}") from None
         # A reader thread lets every wait have a timeout (a hung engine must not hang the arena).
         self._lines = queue.Queue()
-        self._reader = threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True)
-        self._reader.start()
+        threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
         self._send("uci")
         options = [line for line in self._read_until("uciok") if line.startswith("option name UCI_Variant ")]
         known = options[0].split(" var ")[1:] if options else []
@@ -205,9 +173,7 @@ class UCIEngineAgent(Agent):
         if self.uci_variant:
             settings["UCI_Variant"] = self.uci_variant
         for key, value in settings.items():
-            if isinstance(value, bool):
-                value = str(value).lower()
-            self._send(f"setoption name {key} value {value}")
+            self._send(f"setoption name {key} value {str(value).lower() if isinstance(value, bool) else value}")
         self._send("ucinewgame")
         self._sync()
 
@@ -218,11 +184,9 @@ class UCIEngineAgent(Agent):
             return
         try:
             if proc.poll() is None:
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     proc.stdin.write("quit\n")
                     proc.stdin.flush()
-                except (OSError, ValueError):
-                    pass
                 try:
                     proc.wait(timeout=2)
                 except subprocess.TimeoutExpired:
@@ -231,28 +195,16 @@ class UCIEngineAgent(Agent):
         finally:
             # stdout belongs to the reader thread, which closes it at end of output; closing it here
             # could block on (or, at interpreter exit, abort over) the lock that thread holds.
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 proc.stdin.close()
-            except (OSError, ValueError):
-                pass
-
-    def __enter__(self) -> UCIEngineAgent:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown: best effort only
             self.close()
-        except Exception:  # interpreter shutdown: best effort only
-            pass
 
     def __getstate__(self) -> dict:
         # A copy (pickled into a worker) gets its own engine, started on its first move.
-        state = self.__dict__.copy()
-        state.update(_proc=None, _lines=None, _reader=None)
-        return state
+        return {**self.__dict__, "_proc": None, "_lines": None}
 
     def _send(self, line: str) -> None:
         try:
@@ -261,10 +213,6 @@ class UCIEngineAgent(Agent):
         except (OSError, ValueError, AttributeError):
             raise EngineError(f"{self.engine} ({self.binary}) is not running (exit code "
                               f"{self._proc.poll() if self._proc else None}) while sending {line!r}") from None
-
-    def _wait_for(self, token: str, timeout: float | None = None) -> str:
-        """The first line starting with ``token``; earlier lines (``info``, ...) are skipped."""
-        return self._read_until(token, timeout)[-1]
 
     def _read_until(self, token: str, timeout: float | None = None) -> list[str]:
         """Output lines up to and including the first that starts with ``token``."""
@@ -283,9 +231,7 @@ class UCIEngineAgent(Agent):
 
     def _sync(self) -> None:
         self._send("isready")
-        self._wait_for("readyok")
-
-    # -- the agent -------------------------------------------------------------
+        self._read_until("readyok")
 
     def reset(self, seed: int | None = None) -> None:
         """A new game: clear the engine's hash (its search is deterministic; ``seed`` is unused)."""
@@ -294,11 +240,12 @@ class UCIEngineAgent(Agent):
             self._sync()
 
     def bestmove(self, position) -> str:
-        """The engine's move in ``position`` (UCI), searched from the game's root so it sees repetitions."""
+        """The engine's move in ``position`` (UCI)."""
         return self.search(position).move
 
     def search(self, position) -> EngineResult:
-        """The engine's move in ``position`` and its last reported score (from the side to move)."""
+        """The engine's move in ``position`` and its last reported score (from the side to move), searched from
+        the game's root so that it sees repetitions."""
         self.start()
         moves = " ".join(m.uci() for m in position.move_stack)
         self._send(f"position fen {position.root_fen}" + (f" moves {moves}" if moves else ""))
@@ -308,24 +255,12 @@ class UCIEngineAgent(Agent):
         fields = lines[-1].split()
         if len(fields) < 2 or fields[1] in ("(none)", "0000"):
             raise EngineError(f"{self.engine} found no move in {position.fen()}: {' '.join(fields)!r}")
-        cp = mate = None
-        for line in reversed(lines[:-1]):
-            words = line.split()
-            if words[:1] == ["info"] and "score" in words:
-                i = words.index("score")
-                if i + 2 < len(words) and words[i + 1] in ("cp", "mate"):
-                    try:
-                        value = int(words[i + 2])
-                    except ValueError:
-                        continue
-                    cp, mate = (value, None) if words[i + 1] == "cp" else (None, value)
-                    break
-        return EngineResult(fields[1], cp, mate)
+        score = next(filter(None, map(SCORE.match, reversed(lines[:-1]))), None)  # the last one reported
+        kind, value = (score[1], int(score[2])) if score else (None, None)
+        return EngineResult(fields[1], value if kind == "cp" else None, value if kind == "mate" else None)
 
     def act(self, observation, action_mask, position=None) -> int:
-        if position is None:
-            raise ValueError(f"{self.name} sends the position to the engine: pass position=")
-        if position.variant.name != self.variant:
+        if need_position(self, position).variant.name != self.variant:
             raise ValueError(f"{self.name} is set up for {self.variant!r}, not {position.variant.name!r}")
         move = self.bestmove(position)
         try:
@@ -341,11 +276,9 @@ class UCIEngineAgent(Agent):
 
     @classmethod
     def load(cls, path: str, binary: str | None = None, file_options: bool = False) -> UCIEngineAgent:
-        """The saved engine agent; the engine binary is ``binary`` if given, else found by name on PATH.
-
-        A manifest cannot choose the program that runs, nor allow file options: only the caller can
-        (``binary=``, ``file_options=True``).
-        """
+        """The saved engine agent; the engine binary is ``binary`` if given, else found by name on PATH. A manifest
+        cannot choose the program that runs, nor allow file options: only the caller can (``binary=``,
+        ``file_options=True``)."""
         settings = read_manifest(path)["settings"]
         if settings.pop("binary", None) is not None:
             warnings.warn(f"{path}: the saved engine binary is ignored; the engine is found on PATH "
@@ -362,11 +295,7 @@ class UCIEngineAgent(Agent):
 
 def _pump(stream, lines: queue.Queue) -> None:
     """Reader thread: engine output lines into ``lines``; ``None`` at end of output."""
-    try:
+    with contextlib.suppress(OSError, ValueError), stream:
         for line in stream:
             lines.put(line.strip())
-    except (OSError, ValueError):
-        pass
-    finally:
-        stream.close()
     lines.put(None)

@@ -1,18 +1,10 @@
-"""Supervised training of the AlphaZero network from games (engine self-play or PGN).
+"""Supervised training of the AlphaZero (or PPO) network from games (engine self-play or PGN), and DAgger.
 
-The network (AlphaZero's :class:`~agents.alphazero.network.PolicyValueNet`,
-or PPO's :class:`~agents.ppo.network.PPONet` with ``network="ppo"``) learns
-the move played with a cross-entropy over the legal moves
-only (illegal logits get no probability and no gradient), and the value
-learns the game result, the engine's score mapped to [-1, 1], or a mix of
-the two. The loop is the run machinery's (:mod:`agents.runs`): one
-checkpoint per epoch, ``resume=True`` continues from it, metrics go to
-``metrics.csv`` and TensorBoard. Every epoch's network is also saved as an
-agent (AlphaZero or PPO) under ``agents/epoch-NNN`` (for checkpoint
-tournaments and ``init_from`` of the AlphaZero and PPO loops), the last as ``agent/``.
+The policy learns the move played (cross-entropy over the legal moves only), the value the game result, the
+engine's score or a mix, on the run machinery (:mod:`agents.runs`: one checkpoint per epoch, resume, metrics).
+Every epoch's network is saved as an agent under ``agents/epoch-NNN``, the last as ``agent/``. See docs/supervised.md.
 
->>> settings = SupervisedSettings(data="data/gardner", epochs=5)   # doctest: +SKIP
->>> net = train_supervised("runs/supervised_gardner", settings)     # doctest: +SKIP
+>>> net = train_supervised("runs/supervised_gardner", SupervisedSettings(data="data/gardner"))   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,12 +18,14 @@ from torch.nn import functional as F
 
 from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, masked_log_softmax
-from agents.runs import Run, cosine_rate
+from agents.reports import line_plot, markdown_table
+from agents.runs import Run, cosine_rate, read_json, read_state, write_csv, write_json
 from minichess_envs.dataset import Batch, GameDataset
 from minichess_envs.encoding import ObservationEncoding
 
-VALUE_TARGETS = ("result", "score", "mix")
-LR_SCHEDULES = ("constant", "cosine")
+#: The values each choice setting takes.
+CHOICES = {"value_target": ("result", "score", "mix"), "lr_schedule": ("constant", "cosine"),
+           "network": ("alphazero", "ppo")}
 
 
 @dataclasses.dataclass
@@ -66,12 +60,9 @@ class SupervisedSettings:
     threads: int = 0  # torch threads (0: torch's default)
 
     def __post_init__(self):
-        if self.value_target not in VALUE_TARGETS:
-            raise ValueError(f"value_target must be one of {', '.join(VALUE_TARGETS)}, not {self.value_target!r}")
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, not {self.lr_schedule!r}")
-        if self.network not in ("alphazero", "ppo"):
-            raise ValueError(f"network must be 'alphazero' or 'ppo', not {self.network!r}")
+        for key, choices in CHOICES.items():
+            if getattr(self, key) not in choices:
+                raise ValueError(f"{key} must be one of {', '.join(choices)}, not {getattr(self, key)!r}")
         if not 0.0 <= self.score_weight <= 1.0 or not 0.0 <= self.validation < 1.0:
             raise ValueError("score_weight must be in [0, 1] and validation in [0, 1)")
 
@@ -82,14 +73,10 @@ def policy_loss(logits: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor
 
 
 def draw_move_loss(logits: torch.Tensor, masks: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
-    """``-log(1 - p(draw))``, the unlikelihood (Welleck et al., ICLR 2020) of the moves that draw at once.
-
-    ``draws`` marks them (:attr:`minichess_envs.dataset.Batch.draws`: only in positions the engine
-    scores as won); ``p(draw)`` is their total probability under the masked policy. Averaged over the
-    positions that have such a move; 0 if none has. The engine's one move says what to play; this says
-    what never to play when winning: the stalemate a policy walks into against a defender that has
-    nothing left.
-    """
+    """``-log(1 - p(draw))``, the unlikelihood (Welleck et al., ICLR 2020) of the moves that draw at once. ``draws``
+    marks them (:attr:`minichess_envs.dataset.Batch.draws`: only in positions the engine scores as won); ``p(draw)`` is
+    their total probability under the masked policy. Averaged over the positions that have such a move; 0 if none has.
+    It teaches what never to play when winning: the stalemate against a bare defender."""
     marked = draws.any(1)
     if not marked.any():
         return logits.new_zeros(())
@@ -99,22 +86,17 @@ def draw_move_loss(logits: torch.Tensor, masks: torch.Tensor, draws: torch.Tenso
 
 
 def scheduled_rate(settings: SupervisedSettings, peak: float, done: float, start: int = 0) -> float:
-    """The learning rate after ``done`` epochs (fractional), in a cycle over epochs ``start + 1 .. settings.epochs``.
-
-    ``"constant"``: ``peak`` throughout; ``"cosine"``: ``peak * (1 + cos(pi * t)) / 2`` at the share ``t`` of the
-    cycle done, reaching 0 at its end (Loshchilov and Hutter, SGDR, ICLR 2017).
-    """
+    """The learning rate after ``done`` epochs (fractional), in a cycle over epochs ``start + 1 .. settings.epochs``:
+    ``peak`` throughout (``"constant"``), or on a cosine from ``peak`` to 0 at the cycle's end (``"cosine"``)."""
     if settings.lr_schedule == "constant":
         return peak
     return cosine_rate(peak, 0.0, (done - start) / max(settings.epochs - start, 1))
 
 
 def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:
-    if settings.value_target == "result":
-        return batch.results
-    if settings.value_target == "score":
-        return batch.scores
-    return (1 - settings.score_weight) * batch.results + settings.score_weight * batch.scores
+    """The game results, the engine's scores, or their mix (``score_weight`` of the scores)."""
+    weight = {"result": 0.0, "score": 1.0}.get(settings.value_target, settings.score_weight)
+    return (1 - weight) * batch.results + weight * batch.scores
 
 
 def _tensors(batch: Batch, settings: SupervisedSettings):
@@ -133,7 +115,6 @@ def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:
     shape = ObservationEncoding(variant, settings.history, settings.last_move).shape
     if settings.network == "ppo":
         from agents.ppo.network import PPONet, PPONetConfig
-
         return PPONet(PPONetConfig(*shape, variant.num_actions, settings.ppo_channels, settings.ppo_conv_layers))
     return PolicyValueNet(NetConfig(*shape, variant.num_actions, settings.blocks, settings.channels,
                                     settings.policy_channels))
@@ -141,25 +122,23 @@ def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:
 
 def forward(net: torch.nn.Module, observations: torch.Tensor, masks: torch.Tensor):
     """``(policy logits, value)`` of either network (the PPO network takes the mask as input)."""
+    return net(observations) if isinstance(net, PolicyValueNet) else net(observations, masks)
+
+
+def save_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: str, path: str) -> None:
+    """Save the network to ``path`` as the agent that plays it: AlphaZero (search) or PPO (policy)."""
     if isinstance(net, PolicyValueNet):
-        return net(observations)
-    return net(observations, masks)
-
-
-def network_agent(net: torch.nn.Module, variant, settings: SupervisedSettings, name: str):
-    """The network as the agent that plays it: AlphaZero (search) or PPO (policy)."""
-    if isinstance(net, PolicyValueNet):
-        return AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations,
-                              name=name)
-    from agents.ppo.agent import PPOAgent
-
-    return PPOAgent(net, variant.name, settings.history, settings.last_move, name=name, backend="supervised")
+        agent = AlphaZeroAgent(net, variant.name, settings.history, settings.last_move, settings.simulations, name=name)
+    else:
+        from agents.ppo.agent import PPOAgent
+        agent = PPOAgent(net, variant.name, settings.history, settings.last_move, name=name, backend="supervised")
+    agent.save(path)
 
 
 def held_out_metrics(net: torch.nn.Module, data: GameDataset, settings: SupervisedSettings,
                      split: str = "validation") -> dict:
-    """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy;
-    with the draws marked, also the share of won positions with a drawing move where the policy's top move draws."""
+    """Held-out metrics: top-1 agreement with the move played, policy and value loss, value-sign accuracy; with the
+    draws marked, also the share of won positions with a drawing move where the policy's top move draws."""
     net.eval()
     n = agree = signs = decisive = marked = drawn = 0
     policy_sum = value_sum = 0.0
@@ -170,7 +149,8 @@ def held_out_metrics(net: torch.nn.Module, data: GameDataset, settings: Supervis
             k = len(actions)
             policy_sum += policy_loss(logits, masks, actions).item() * k
             value_sum += F.mse_loss(value, target, reduction="sum").item()
-            agree += (logits.masked_fill(masks == 0, float("-inf")).argmax(1) == actions).sum().item()
+            top = logits.masked_fill(masks == 0, float("-inf")).argmax(1)
+            agree += (top == actions).sum().item()
             nonzero = results != 0
             decisive += nonzero.sum().item()
             signs += (torch.sign(value[nonzero]) == results[nonzero]).sum().item()
@@ -178,7 +158,6 @@ def held_out_metrics(net: torch.nn.Module, data: GameDataset, settings: Supervis
             if batch.draws is not None:
                 draws = torch.from_numpy(batch.draws)
                 rows = draws.any(1)
-                top = logits.masked_fill(masks == 0, float("-inf")).argmax(1)
                 marked += rows.sum().item()
                 drawn += draws[rows].gather(1, top[rows][:, None]).sum().item()
     net.train()
@@ -193,13 +172,9 @@ def held_out_metrics(net: torch.nn.Module, data: GameDataset, settings: Supervis
 
 def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = False,
                      verbose: bool = True, learning_rate: float | None = None, cycle_start: int = 0) -> torch.nn.Module:
-    """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it.
-
-    :param learning_rate: the peak rate instead of ``settings.learning_rate`` (fine-tuning after the
-        first epochs, as :func:`dagger` does).
-    :param cycle_start: the schedule's cycle covers the epochs after this one up to ``settings.epochs``
-        (:func:`scheduled_rate`; :func:`dagger` gives each of its epochs a cycle of its own).
-    """
+    """Train (or, with ``resume``, continue training) a network on ``settings.data``; returns it. ``learning_rate``
+    replaces ``settings.learning_rate`` as the peak rate, and the schedule's cycle starts after epoch ``cycle_start``
+    (:func:`scheduled_rate`): :func:`dagger` fine-tunes each of its epochs so."""
     if settings.threads:
         torch.set_num_threads(settings.threads)
     data = dataset(settings)
@@ -218,7 +193,7 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
         progress = run.progress(total=settings.epochs * positions_per_epoch, desc=f"supervised {variant.name}",
                                 unit="position", done=run.state.iteration * positions_per_epoch)
         if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
-            network_agent(net, variant, settings, "supervised-e0").save(os.path.join(run_dir, "agents", "epoch-000"))
+            save_agent(net, variant, settings, "supervised-e0", os.path.join(run_dir, "agents", "epoch-000"))
         net.train()
         for epoch in range(run.state.iteration + 1, settings.epochs + 1):
             seen = policy_sum = value_sum = draw_sum = 0.0
@@ -252,20 +227,17 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             row.update(held_out_metrics(net, data, settings))
             run.state.iteration = epoch
             run.state.env_steps += int(seen)
-            network_agent(net, variant, settings, f"supervised-e{epoch}").save(
-                os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
+            save_agent(net, variant, settings, f"supervised-e{epoch}",
+                       os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
             run.save(row, tensors={"model": net.state_dict(), "optimizer": optimizer.state_dict()})
             net.train()
         progress.close()
-        network_agent(net, variant, settings, "supervised").save(os.path.join(run_dir, "agent"))
+        save_agent(net, variant, settings, "supervised", os.path.join(run_dir, "agent"))
     return net.eval()
 
 
 def write_pretraining_files(out: str, metrics: list[dict], title: str) -> None:
     """A run's per-epoch losses and agreement as ``pretraining.png`` and ``pretraining.csv`` in ``out``."""
-    from agents.reports import line_plot
-    from agents.runs import write_csv
-
     epochs = [m["epoch"] for m in metrics]
     line_plot(os.path.join(out, "pretraining.png"), epochs,
               {"train policy loss": [m["train_policy_loss"] for m in metrics],
@@ -276,11 +248,8 @@ def write_pretraining_files(out: str, metrics: list[dict], title: str) -> None:
 
 
 def dagger_table(rounds: list[dict], metrics: list[dict], epochs: int) -> str:
-    """Markdown: per DAgger round, the policy's games against random before its epoch, the positions
-    labelled and the held-out agreement after (``rounds`` from :func:`dagger`, ``metrics`` of the run,
-    ``epochs`` of pretraining before the rounds)."""
-    from agents.reports import markdown_table
-
+    """Markdown: per DAgger round (``rounds`` from :func:`dagger`), the policy's games against random before its
+    epoch, the positions labelled and the held-out agreement after (``metrics`` of the run, ``epochs`` before)."""
     rows = [[r["round"], *(f"{r[c]['wins']}-{r[c]['draws']}-{r[c]['losses']}" for c in ("white", "black")),
              f"{r['positions']:,}", f"{metrics[epochs - 1 + r['round']]['validation_top1']:.3f}"] for r in rounds]
     return markdown_table(["round", "as White W-D-L", "as Black W-D-L", "positions labelled",
@@ -291,7 +260,6 @@ def raw_policy(agent_dir: str, settings: SupervisedSettings):
     """The saved network's policy alone: its most probable legal move, no search."""
     if settings.network == "ppo":
         from agents.ppo.agent import PPOAgent
-
         return PPOAgent.load(agent_dir, sample=False)
     return AlphaZeroAgent.load(agent_dir, simulations=0)
 
@@ -299,24 +267,14 @@ def raw_policy(agent_dir: str, settings: SupervisedSettings):
 def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int = 1000, nodes: int = 100,
            learning_rate: float | None = None, seed: int = 0, workers: int | None = None,
            ray_address: str | None = None, verbose: bool = True) -> list[dict]:
-    """DAgger rounds (Ross, Gordon and Bagnell, AISTATS 2011) after a finished :func:`train_supervised` run.
-
-    In round ``k`` the run's raw policy plays ``games`` games with each colour against the random player
-    (game ``i`` seeded ``2_000_000 * k + i``); the engine at ``nodes`` labels every position the policy
-    moved in (:func:`agents.supervised.engine_games.label_positions`, shards ``dagger-rK-*`` added to ``settings.data``);
-    then training goes on for one more epoch over all the data (peak rate ``learning_rate``, default the
-    run's; with the cosine schedule each round's epoch is a cycle of its own, a warm restart).
-    So the policy learns the expert's move where its own play leads: against a weak defender, the mates
-    it misses and the stalemates it walks into.
-
-    Resumable: each round's games are played by the kept agent of the epoch before it, so a replay after
-    an interruption meets the same positions, and only the chunks not yet labelled go to the engine.
-    Returns, per round, the policy's win, draw and loss counts by colour in those games (before that
-    round's training) and the positions labelled; also written to ``dagger.json`` in ``run_dir``.
-    """
+    """DAgger rounds (Ross, Gordon and Bagnell, AISTATS 2011) after a finished :func:`train_supervised` run. In round
+    ``k`` the raw policy plays ``games`` games a colour against random (game ``i`` seeded ``2_000_000 * k + i``), the
+    engine at ``nodes`` labels every position it moved in (shards ``dagger-rK-*`` in ``settings.data``), and training
+    goes on for one epoch over all the data (peak rate ``learning_rate``; with the cosine schedule a warm restart).
+    Resumable: a round's games are played by the kept agent of the epoch before it. Returns (and writes to
+    ``dagger.json``) per round the policy's W-D-L by colour and the positions labelled."""
     from agents.arena.evaluation import versus_random
     from agents.supervised.engine_games import GenerationSettings, label_positions
-    from agents.runs import read_json, read_state, write_json
 
     if rounds < 0 or games < 1:
         raise ValueError(f"rounds must be >= 0 and games >= 1, not {rounds} and {games}")
@@ -335,8 +293,7 @@ def dagger(run_dir: str, settings: SupervisedSettings, rounds: int, games: int =
             match = versus_random(policy, variant, games=games, color=color, seed=2_000_000 * k, visited=visited)
             row[color] = {"wins": match.wins, "draws": match.draws, "losses": match.losses}
             for game_fens, reward in visited:
-                white_reward = reward if color == "white" else -reward
-                result = {1: "1-0", -1: "0-1", 0: "1/2-1/2"}[white_reward]
+                result = {1: "1-0", -1: "0-1", 0: "1/2-1/2"}[reward if color == "white" else -reward]
                 fens += game_fens
                 results += [result] * len(game_fens)
         if verbose:

@@ -1,16 +1,11 @@
 """Engine self-play games for supervised learning.
 
-Fairy-Stockfish (small variants) or Stockfish (8x8) plays both sides at a
-node or depth budget from randomised balanced openings; every position gets
-the engine's move and score, and every game its result. Optionally a share
-of the games pits the engine against a uniformly random mover, so the data
-also shows how the engine converts a won position against a weak defender
-(engine-only games rarely get there); the random side's moves are kept for
-replay but are not training examples. Games are written
-in chunks as dataset shards (:mod:`minichess_envs.dataset`): a chunk is
-written whole or not at all, and its games depend only on the seed and the
-chunk's index, so an interrupted run resumes with nothing lost or
-duplicated. Chunks run on all local cores by default, or as Ray tasks.
+Fairy-Stockfish (small variants) or Stockfish (8x8) plays both sides at a node or depth budget from randomised
+balanced openings; every position gets the engine's move and score, every game its result. Optionally a share of
+the games pits the engine against a random mover, so the data also shows how the engine converts a won position
+against a weak defender (the random side's moves are replayed, not learnt). Games are written in chunks as dataset
+shards (:mod:`minichess_envs.dataset`), each written whole and depending only on the seed and its index, so an
+interrupted run resumes with nothing lost or duplicated. Chunks run on all local cores by default, or as Ray tasks.
 
 >>> generate_games("data/gardner", "gardner", games=1000, nodes=100)   # doctest: +SKIP
 """
@@ -25,7 +20,7 @@ from typing import Iterator
 
 import numpy as np
 
-from agents.runs import read_json
+from agents.runs import Progress, read_json
 from agents.players.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
@@ -36,12 +31,9 @@ from minichess_envs.variants import get_variant
 class GenerationSettings:
     """What to generate.
 
-    :param opening_plies: random plies before the engine takes over; an
-        opening is kept only when the engine scores it within ``balance_cp``
-        centipawns of equal (up to ``opening_tries`` draws per game).
-    :param random_opponent: share of the games in which one side (chosen per
-        game) plays uniformly random moves instead of the engine.
-    """
+    :param opening_plies: random plies before the engine takes over; an opening is kept only when the engine
+        scores it within ``balance_cp`` centipawns of equal (up to ``opening_tries`` draws per game).
+    :param random_opponent: share of the games in which one side (chosen per game) plays uniformly random moves."""
 
     variant: str = "gardner"
     games: int = 1000
@@ -69,14 +61,15 @@ class GenerationSettings:
     def chunks(self) -> int:
         return -(-self.games // self.games_per_chunk)
 
+    def chunk_games(self, chunk: int) -> range:
+        """The indices of the games in chunk ``chunk``."""
+        return range(chunk * self.games_per_chunk, min((chunk + 1) * self.games_per_chunk, self.games))
+
 
 def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.random.Generator,
                      balance_cp: int, tries: int) -> Position:
-    """A position after ``plies`` random moves that ``engine`` scores within ``balance_cp`` of equal.
-
-    Draws up to ``tries`` openings and keeps the first balanced one, else the
-    most balanced seen; openings that end the game are never kept.
-    """
+    """A position after ``plies`` random moves that ``engine`` scores within ``balance_cp`` of equal: the first of up
+    to ``tries`` openings that is, else the most balanced; openings that end the game are never kept."""
     best, best_score = Position(variant), None
     for _ in range(tries):
         position = Position(variant)
@@ -97,11 +90,8 @@ def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.r
 
 
 def engine_game(engine: UCIEngineAgent, settings: GenerationSettings, index: int):
-    """One game: ``(root_fen, actions, scores, result, targets)``.
-
-    ``targets[i]`` is whether ply ``i`` is the engine's move (a random mover's
-    plies get score 0 and ``False``).
-    """
+    """One game: ``(root_fen, actions, scores, result, targets)``; ``targets[i]``: whether ply ``i`` is the engine's
+    move (a random mover's plies get score 0 and ``False``)."""
     rng = np.random.default_rng([settings.seed, index])
     engine.reset()
     position = balanced_opening(engine, settings.variant, settings.opening_plies, rng,
@@ -146,54 +136,36 @@ def _engine_for(settings: GenerationSettings) -> UCIEngineAgent:
 def play_chunk(settings: GenerationSettings, chunk: int) -> tuple[int, list]:
     """The games of one chunk (game indices ``chunk * games_per_chunk`` onwards)."""
     engine = _engine_for(settings)
-    first = chunk * settings.games_per_chunk
-    last = min(first + settings.games_per_chunk, settings.games)
-    return chunk, [engine_game(engine, settings, i) for i in range(first, last)]
+    return chunk, [engine_game(engine, settings, i) for i in settings.chunk_games(chunk)]
 
 
-def chunk_file(chunk: int) -> str:
-    return f"games-{chunk:06d}.npz"
-
-
-# Where generate_games kept its cost before each manifest entry carried it; read only for such folders.
-_OLD_GENERATION_RECORD = "generation.json"
+chunk_file = "games-{:06d}.npz".format
 
 
 def generate_games(directory: str, settings: GenerationSettings, workers: int | None = None,
                    ray_address: str | None = None, progress: bool = True) -> dict:
-    """Generate (or finish generating) ``settings.games`` games into ``directory``.
-
-    Chunks already listed in the directory's manifest are skipped, so calling
-    this again after an interruption completes the run. Returns a summary:
-    games, positions (plies) and training examples (``targets``: the engine's
-    moves) written now, seconds, and games/s and positions/s per worker; under
-    ``"total"`` the same over every shard in ``directory`` (each manifest entry
-    holds its shard's ``worker_seconds``, so a kill loses no cost either).
-    """
+    """Generate (or finish generating) ``settings.games`` games into ``directory``. Chunks already listed in the
+    directory's manifest are skipped, so calling this again after an interruption completes the run. Returns a summary:
+    games, positions (plies) and training examples (``targets``: the engine's moves) written now, seconds, and games/s
+    and positions/s per worker; under ``"total"`` the same over every shard in ``directory`` (each manifest entry holds
+    its shard's ``worker_seconds``)."""
     variant = get_variant(settings.variant)
-    find_engine(settings.engine or default_engine(settings.variant))  # a missing binary fails here, with how to install it
-    os.makedirs(directory, exist_ok=True)
-    ShardWriter(directory, variant)  # removes half-written shards of a killed run
-    done = {e["file"] for e in list_shards(directory)}
-    todo = [c for c in range(settings.chunks) if chunk_file(c) not in done]
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    todo, workers = _chunks_to_do(directory, settings, [chunk_file(c) for c in range(settings.chunks)], workers)
     start, games, positions, targets = time.perf_counter(), 0, 0, 0
-    bar = _progress_bar(settings.games, settings.games - _games_in(todo, settings), progress)
+    done = settings.games - sum(len(settings.chunk_games(c)) for c in todo)
+    bar = Progress(settings.games, "engine games", done, "game", progress)
     last = start
     for chunk, played in _run_jobs(play_chunk, [(settings, c) for c in todo], workers, ray_address):
         now = time.perf_counter()
         write_shard(os.path.join(directory, chunk_file(chunk)), variant,
-                    [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), r, np.asarray(t, bool))
-                     for fen, a, s, r, t in _coded(played)], worker_seconds=(now - last) * workers)
+                    [(fen, np.asarray(a, np.uint16), np.asarray(s, np.int16), RESULT_CODES[r], np.asarray(t, bool))
+                     for fen, a, s, r, t in played], worker_seconds=(now - last) * workers)
         last = now
         games += len(played)
         positions += sum(len(a) for _, a, _, _, _ in played)
         targets += sum(int(np.sum(t)) for _, _, _, _, t in played)
-        if bar is not None:
-            bar.set_postfix_str(f"{positions / (now - start):.0f} positions/s")
-            bar.update(len(played))
-    if bar is not None:
-        bar.close()
+        bar.update(done + games, f"{positions / (now - start):.0f} positions/s")
+    bar.close()
     seconds = time.perf_counter() - start
     return {"games": games, "positions": positions, "targets": targets, "seconds": seconds, "workers": workers,
             "games_per_s_per_worker": games / seconds / workers if seconds and games else 0.0,
@@ -202,19 +174,17 @@ def generate_games(directory: str, settings: GenerationSettings, workers: int | 
 
 
 def generation_total(directory: str) -> dict:
-    """Games, positions, targets and worker-seconds over every generated shard in ``directory``.
-
-    The throughput (``games_per_s_per_worker``, ``positions_per_s_per_worker``) is ``None`` where
-    some shard's cost is unknown (a folder written before shards carried their cost, without the
-    ``generation.json`` that covered exactly its shards).
-    """
+    """Games, positions, targets and worker-seconds over every generated shard in ``directory``. The throughput
+    (``games_per_s_per_worker``, ``positions_per_s_per_worker``) is ``None`` where some shard's cost is unknown (written
+    before shards carried their cost, without a ``generation.json`` covering them)."""
     shards = [e for e in list_shards(directory) if e["file"].startswith("games-")]
     total = {"games": sum(e["games"] for e in shards), "positions": sum(e["positions"] for e in shards),
              "targets": sum(e.get("targets", e["positions"]) for e in shards)}
     costed = [e for e in shards if "worker_seconds" in e]
     seconds = sum(e["worker_seconds"] for e in costed)
     known = len(costed) == len(shards)
-    old_path = os.path.join(directory, _OLD_GENERATION_RECORD)
+    # where generate_games kept its cost before each manifest entry carried it; read only for such folders
+    old_path = os.path.join(directory, "generation.json")
     if not known and os.path.exists(old_path):
         old = read_json(old_path)
         uncosted = [e for e in shards if "worker_seconds" not in e]
@@ -241,50 +211,42 @@ def label_chunk(settings: GenerationSettings, chunk: int, fens: list[str]) -> tu
 def label_positions(directory: str, fens: list[str], results: list[str], settings: GenerationSettings,
                     prefix: str, workers: int | None = None, ray_address: str | None = None,
                     progress: bool = True) -> dict:
-    """Label each position of ``fens`` with the engine's move and score, into ``directory`` as one-ply games.
-
-    DAgger's labelling step (Ross, Gordon and Bagnell, AISTATS 2011): the positions are those a learnt
-    policy reached, the labels the expert's. ``results[i]`` is the PGN result of the game that went through
-    ``fens[i]`` (the one-ply game's result, for the value target). Positions are labelled in chunks of
-    ``settings.games_per_chunk``, each written whole as the shard ``{prefix}-NNNNNN.npz``; chunks already
-    listed are skipped, so a call repeated with the same positions after an interruption completes the
-    set with nothing lost or duplicated. Returns the positions labelled now and the seconds taken.
-    """
+    """Label each position of ``fens`` with the engine's move and score, into ``directory`` as one-ply games. DAgger's
+    labelling step (Ross, Gordon and Bagnell, AISTATS 2011): the positions are those a learnt policy reached, the labels
+    the expert's. ``results[i]`` is the PGN result of the game through ``fens[i]`` (for the value target). Chunks of
+    ``settings.games_per_chunk`` positions are written whole as shards ``{prefix}-NNNNNN.npz`` and skipped when already
+    listed, so a repeated call completes an interrupted set. Returns the positions labelled now and the seconds
+    taken."""
     if len(fens) != len(results):
         raise ValueError(f"{len(fens)} positions but {len(results)} results")
     variant = get_variant(settings.variant)
-    find_engine(settings.engine or default_engine(settings.variant))
-    os.makedirs(directory, exist_ok=True)
-    ShardWriter(directory, variant)  # removes half-written shards of a killed run
     size = settings.games_per_chunk
     name = f"{prefix}-{{:06d}}.npz".format
-    done = {e["file"] for e in list_shards(directory)}
-    todo = [c for c in range(-(-len(fens) // size)) if name(c) not in done]
-    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    todo, workers = _chunks_to_do(directory, settings, [name(c) for c in range(-(-len(fens) // size))], workers)
     jobs = [(settings, c, fens[c * size:(c + 1) * size]) for c in todo]
     start, labelled = time.perf_counter(), 0
-    bar = _progress_bar(len(fens), len(fens) - sum(len(j[2]) for j in jobs), progress, "positions", "engine labels")
+    done = len(fens) - sum(len(j[2]) for j in jobs)
+    bar = Progress(len(fens), "engine labels", done, "position", progress)
     for chunk, labels in _run_jobs(label_chunk, jobs, workers, ray_address):
-        first = chunk * size
-        games = [(fen, np.array([action], np.uint16), np.array([score], np.int16), RESULT_CODES[result])
-                 for fen, result, (action, score) in zip(fens[first:first + size], results[first:first + size],
-                                                         labels)]
-        write_shard(os.path.join(directory, name(chunk)), variant, games)
+        chunk_fens, chunk_results = fens[chunk * size:(chunk + 1) * size], results[chunk * size:(chunk + 1) * size]
+        write_shard(os.path.join(directory, name(chunk)), variant,
+                    [(fen, np.array([action], np.uint16), np.array([score], np.int16), RESULT_CODES[result])
+                     for fen, result, (action, score) in zip(chunk_fens, chunk_results, labels)])
         labelled += len(labels)
-        if bar is not None:
-            bar.update(len(labels))
-    if bar is not None:
-        bar.close()
+        bar.update(done + labelled)
+    bar.close()
     return {"positions": labelled, "seconds": time.perf_counter() - start, "workers": workers}
 
 
-def _coded(played):
-    for fen, actions, scores, result, targets in played:
-        yield fen, actions, scores, RESULT_CODES[result], targets
-
-
-def _games_in(chunks: list[int], settings: GenerationSettings) -> int:
-    return sum(min(settings.games_per_chunk, settings.games - c * settings.games_per_chunk) for c in chunks)
+def _chunks_to_do(directory: str, settings: GenerationSettings, files: list[str], workers: int | None):
+    """``(indices of the shard files not yet written, workers to run them)``, after checking the engine is installed
+    (with how to install it) and removing half-written shards of a killed run."""
+    find_engine(settings.engine or default_engine(settings.variant))
+    os.makedirs(directory, exist_ok=True)
+    ShardWriter(directory, get_variant(settings.variant))
+    done = {e["file"] for e in list_shards(directory)}
+    todo = [c for c, file in enumerate(files) if file not in done]
+    return todo, max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
 
 
 def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None) -> Iterator:
@@ -293,7 +255,13 @@ def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None
     if not arguments:
         return
     if ray_address is not None:
-        yield from _run_jobs_ray(job, arguments, ray_address)
+        import ray
+        ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
+        remote = ray.remote(max_retries=3)(job)  # a lost worker's job runs again
+        pending = [remote.remote(*a) for a in arguments]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(ready[0])
     elif workers == 1:
         try:
             for a in arguments:
@@ -303,30 +271,9 @@ def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None
     else:
         import concurrent.futures
         import multiprocessing
-
         context = multiprocessing.get_context("spawn")  # engines are subprocesses: no fork of their pipes
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = [pool.submit(job, *a) for a in arguments]
             for future in concurrent.futures.as_completed(futures):
                 yield future.result()
 
-
-def _run_jobs_ray(job, arguments: list[tuple], address: str) -> Iterator:
-    import ray
-
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(max_retries=3)(job)  # a lost worker's job runs again
-    pending = [remote.remote(*a) for a in arguments]
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        yield ray.get(ready[0])
-
-
-def _progress_bar(total: int, initial: int, enabled: bool, unit: str = "game", desc: str = "engine games"):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, initial=initial, unit=unit, desc=desc, smoothing=0.1)
