@@ -32,7 +32,7 @@ from typing import Literal
 from agents.runs import command_line, machine, machine_text, write_csv  # first: the OpenMP setting, before torch
 
 from agents.ppo.common import PPOSettings, learning_curve
-from agents.ppo.native import train
+from agents.ppo.common import train
 from agents.ppo.task import BoardGameTask
 from agents.reports import curves_plot, markdown_table
 

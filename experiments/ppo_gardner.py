@@ -50,8 +50,8 @@ from typing import Literal
 from agents.runs import command_line, machine, machine_text, write_csv  # first: the OpenMP setting, before torch
 
 from agents.arena.evaluation import baselines, versus_random
-from agents.ppo.common import PPOSettings, learning_curve, train_seconds
-from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini, run_sweep, trainer_for
+from agents.ppo.common import PPOSettings, learning_curve, train, train_seconds
+from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini, run_sweep
 from agents.reports import baseline_table, curves_plot, markdown_table
 
 
@@ -121,7 +121,6 @@ def main(argv=None) -> int:
     if args.experiment != "vs-random":
         return (selfplay if args.experiment == "alpha-mini" else sweep)(args)
     measured, started = machine(), time.perf_counter()
-    train = trainer_for(args.backend)
     rules_list = list(RULES) if args.rules == "both" else [args.rules]
     colors = ["random"] if args.backend == "native" else list(COLORS)
     runs = []
@@ -132,7 +131,7 @@ def main(argv=None) -> int:
             run_dir = os.path.join(args.out, f"{args.backend}_{rules}_{color}")
             state = train(s, run_dir, env_steps=steps, minutes=minutes, eval_games=args.games // 5,
                           eval_every=10 if args.backend == "native" else 1, resume=args.resume,
-                          desc=f"{args.backend} {rules} {color}")
+                          desc=f"{args.backend} {rules} {color}", backend=args.backend)
             runs.append({"rules": rules, "color": color, "dir": run_dir, "settings": s, "state": state,
                          "budget": (steps, minutes)})
     print(f"final evaluation: {args.games} games per policy, color and rule set ...", flush=True)
@@ -302,7 +301,7 @@ def selfplay(args: Options) -> int:
     config = AlphaMiniConfig(steps=8, env_steps_per_policy=budget(args, rules, "alpha-mini")[0], eps=0.5,
                              eval_games=args.games // 2)
     measured, started = machine(), time.perf_counter()
-    rows = alpha_mini(s, config, out, trainer=trainer_for(args.backend))
+    rows = alpha_mini(s, config, out, backend=args.backend)
     baseline_rows = baselines(s.variant, COLORS, config.eval_games, seed=10_000)
     wall = time.perf_counter() - started
     ks = [r["step"] for r in rows]

@@ -23,11 +23,10 @@ from agents.games.tictactoe import solve_tictactoe  # noqa: E402
 from agents.ppo import native  # noqa: E402
 from agents.ppo.agent import PPOAgent  # noqa: E402
 from agents.ppo.boardgame_env import BoardGameVectorEnv  # noqa: E402
-from agents.ppo.common import PPOSettings, train_loop  # noqa: E402
+from agents.ppo.common import PPOSettings, train  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig  # noqa: E402
 from agents.ppo.selfplay import PAST_SELF, RANDOM  # noqa: E402
 from agents.ppo.task import BoardGameTask, task_for  # noqa: E402
-from agents.runs import checkpoint_dir, load_tensors  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -164,30 +163,9 @@ TINY = dict(agent_color="random", gamma=0.99, lambda_=0.95, lr=1e-3, entropy_coe
             minibatch=64, epochs=2, num_envs=16, channels=8, conv_layers=1, value_hidden=16, pool_every=1)
 
 
-@pytest.mark.parametrize("game,selfplay", [("tictactoe", False), ("connect_four", True)])
-def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path, game, selfplay):
-    settings = PPOSettings(game=game, selfplay=selfplay, **TINY)
-    whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
-    native.train(settings, whole, env_steps=3 * 256, eval_games=4, verbose=False)
-    native.train(settings, parts, env_steps=2 * 256, eval_games=4, verbose=False)
-    state = native.train(settings, parts, env_steps=3 * 256, eval_games=4, resume=True, verbose=False)
-    assert state.iteration == 3
-    a = agents.load(os.path.join(whole, "agent")).net.state_dict()
-    b = agents.load(os.path.join(parts, "agent")).net.state_dict()
-    for name in a:
-        assert torch.equal(a[name], b[name]), name
-    ta, tb = load_tensors(checkpoint_dir(whole)), load_tensors(checkpoint_dir(parts))
-    for i in ta["optimizer"]["state"]:
-        assert torch.equal(ta["optimizer"]["state"][i]["exp_avg_sq"], tb["optimizer"]["state"][i]["exp_avg_sq"])
-    if selfplay:
-        assert ta["pool"]["iterations"] == tb["pool"]["iterations"] == [1, 2, 3]
-    rows = [json.load(open(os.path.join(checkpoint_dir(d), "state.json")))["metrics"][-1] for d in (whole, parts)]
-    assert rows[0]["win_rate_first"] == rows[1]["win_rate_first"]
-
-
 def test_the_saved_agent_loads_without_pickle_and_plays_legal_moves(tmp_path):
     settings = PPOSettings(game="connect_four", **TINY)
-    native.train(settings, str(tmp_path / "run"), env_steps=256, eval_games=0, verbose=False)
+    train(settings, str(tmp_path / "run"), env_steps=256, eval_games=0, verbose=False)
     path = str(tmp_path / "run" / "agent")
     manifest = json.load(open(os.path.join(path, "agent.json")))
     assert manifest["class"] == "agents.ppo.agent:PPOAgent"  # the one PPO agent, chess's too
@@ -226,7 +204,7 @@ def test_bad_game_names_and_settings_give_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="opponent and start are chess settings"):
         PPOSettings(game="tictactoe", start="random")
     with pytest.raises(ValueError, match="tictactoe trains with the native backend, not sb3"):
-        train_loop(PPOSettings(game="tictactoe"), str(tmp_path / "r"), None, "sb3", env_steps=1)
+        train(PPOSettings(game="tictactoe"), str(tmp_path / "r"), env_steps=1, backend="sb3")
     path = tmp_path / "agent"
     PPOAgent(PPONet(net_config_for("tictactoe", 4, 1, 8)), "tictactoe").save(str(path))
     manifest = json.load(open(path / "agent.json"))
@@ -320,7 +298,7 @@ def test_a_short_tictactoe_run_beats_the_random_players_baseline(tmp_path):
                            entropy_coeff=0.01, train_batch=2048, minibatch=256, num_envs=64, channels=16,
                            conv_layers=2, value_hidden=32)
     run = str(tmp_path / "run")
-    native.train(settings, run, env_steps=20 * 2048, eval_games=0, verbose=False)
+    train(settings, run, env_steps=20 * 2048, eval_games=0, verbose=False)
     agent = agents.load(os.path.join(run, "agent"))
     table = solve_tictactoe()
     positions = table.non_terminal()

@@ -16,7 +16,7 @@ import agents  # noqa: E402
 from agents import RandomAgent  # noqa: E402
 from agents.arena import play_game  # noqa: E402
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent  # noqa: E402
-from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.ppo.common import PPOSettings, train  # noqa: E402
 from agents.ppo.task import task_for  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig, mask_logits  # noqa: E402
 from minichess_envs import Position  # noqa: E402
@@ -262,11 +262,11 @@ def test_rllib_ppo_runs_masks_exactly_resumes_and_saves_an_agent(tmp_path):
 
     settings = PPOSettings(**TINY)  # the env raises IllegalMoveError on an illegal action
     run = str(tmp_path / "rllib")
-    state = rllib_train.train(settings, run, env_steps=2 * settings.train_batch, eval_games=20, verbose=False)
+    state = train(settings, run, env_steps=2 * settings.train_batch, eval_games=20, verbose=False, backend="rllib")
     assert state.iteration == 2 and state.env_steps >= 2 * settings.train_batch
     assert {"win_rate_white", "win_rate_black", "sample_steps_per_s"} <= set(state.metrics[-1])
-    state = rllib_train.train(settings, run, env_steps=3 * settings.train_batch, eval_games=0, resume=True,
-                              verbose=False)
+    state = train(settings, run, env_steps=3 * settings.train_batch, eval_games=0, resume=True, verbose=False,
+                  backend="rllib")
     assert state.iteration == 3 and len(state.metrics) == 3
     _legal_game_from_saved_agent(os.path.join(run, "agent"))
     _resumes_the_saved_policy(rllib_train.RLlibBackend, settings, run)
@@ -315,10 +315,10 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
 
     settings = PPOSettings(**TINY)
     run = str(tmp_path / "sb3")
-    state = sb3_train.train(settings, run, env_steps=2 * settings.train_batch, eval_games=20, verbose=False)
+    state = train(settings, run, env_steps=2 * settings.train_batch, eval_games=20, verbose=False, backend="sb3")
     assert state.iteration == 2 and state.env_steps == 2 * settings.train_batch
-    state = sb3_train.train(settings, run, env_steps=3 * settings.train_batch, eval_games=0, resume=True,
-                            verbose=False)
+    state = train(settings, run, env_steps=3 * settings.train_batch, eval_games=0, resume=True, verbose=False,
+                  backend="sb3")
     assert state.iteration == 3
     _legal_game_from_saved_agent(os.path.join(run, "agent"))
     _resumes_the_saved_policy(sb3_train.SB3Backend, settings, run)
@@ -343,13 +343,12 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
 @pytest.mark.slow
 def test_alpha_mini_procedure_runs_two_steps(tmp_path):
     pytest.importorskip("sb3_contrib", reason="needs sb3-contrib: pip install -e '.[sb3]'")
-    from agents.ppo import sb3_train
     from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini
 
     settings = PPOSettings(**{**TINY, "start": "default", "variant": "gardner-kingcapture", "train_batch": 128,
                               "num_envs": 8, "minibatch": 64})
     rows = alpha_mini(settings, AlphaMiniConfig(steps=2, env_steps_per_policy=128, eval_games=10),
-                      str(tmp_path), trainer=sb3_train.train, verbose=False)
+                      str(tmp_path), backend="sb3", verbose=False)
     assert [r["step"] for r in rows] == [1, 2]
     for k in (1, 2):
         for color in ("white", "black"):

@@ -14,7 +14,7 @@ import agents  # noqa: E402
 from agents.arena.evaluation import versus_random  # noqa: E402
 from agents.ppo import native  # noqa: E402
 from agents.ppo.agent import PPOAgent  # noqa: E402
-from agents.ppo.common import PPOSettings  # noqa: E402
+from agents.ppo.common import PPOSettings, train  # noqa: E402
 from agents.ppo.network import PPONet  # noqa: E402
 from agents.ppo.selfplay import OpponentPool  # noqa: E402
 from agents.ppo.task import task_for  # noqa: E402
@@ -194,7 +194,7 @@ TINY = dict(variant="gardner-kingcapture", agent_color="white", reward="material
 def test_a_tiny_run_beats_random_play_and_saves_a_loadable_agent(tmp_path):
     settings = PPOSettings(**TINY)
     run = str(tmp_path / "native")
-    state = native.train(settings, run, env_steps=8 * settings.train_batch, eval_games=0, verbose=False)
+    state = train(settings, run, env_steps=8 * settings.train_batch, eval_games=0, verbose=False)
     assert state.iteration == 8 and state.env_steps == 8 * settings.train_batch
     row = state.metrics[-1]
     assert {"policy_loss", "vf_loss", "entropy", "kl", "sample_steps_per_s"} <= set(row)
@@ -206,23 +206,35 @@ def test_a_tiny_run_beats_random_play_and_saves_a_loadable_agent(tmp_path):
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(run, "tensorboard")))
 
 
-def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path):
-    settings = PPOSettings(**{**TINY, "train_batch": 256, "minibatch": 64, "agent_color": "random"})
+BOARD_TINY = dict(agent_color="random", gamma=0.99, lambda_=0.95, lr=1e-3, entropy_coeff=0.01, train_batch=256,
+                  minibatch=64, epochs=2, num_envs=16, channels=8, conv_layers=1, value_hidden=16, pool_every=1)
+
+
+@pytest.mark.parametrize("settings", [
+    PPOSettings(**{**TINY, "train_batch": 256, "minibatch": 64, "agent_color": "random"}),
+    PPOSettings(game="tictactoe", **BOARD_TINY),
+    PPOSettings(game="connect_four", selfplay=True, **BOARD_TINY)], ids=["gardner", "tictactoe", "connect_four"])
+def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path, settings):
+    from agents.runs import checkpoint_dir, load_tensors, read_state
+
     whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
-    native.train(settings, whole, env_steps=3 * 256, eval_games=0, verbose=False)
-    native.train(settings, parts, env_steps=2 * 256, eval_games=0, verbose=False)
-    state = native.train(settings, parts, env_steps=3 * 256, eval_games=0, resume=True, verbose=False)
+    train(settings, whole, env_steps=3 * 256, eval_games=4, verbose=False)
+    train(settings, parts, env_steps=2 * 256, eval_games=4, verbose=False)
+    state = train(settings, parts, env_steps=3 * 256, eval_games=4, resume=True, verbose=False)
     assert state.iteration == 3
     a = agents.load(os.path.join(whole, "agent")).net.state_dict()
     b = agents.load(os.path.join(parts, "agent")).net.state_dict()
     for name in a:
         assert torch.equal(a[name], b[name]), name
-    from agents.runs import checkpoint_dir, load_tensors
-
     ta, tb = load_tensors(checkpoint_dir(whole)), load_tensors(checkpoint_dir(parts))
     for key in ("exp_avg", "exp_avg_sq"):
         for i in ta["optimizer"]["state"]:
             assert torch.equal(ta["optimizer"]["state"][i][key], tb["optimizer"]["state"][i][key])
+    if settings.selfplay:
+        assert ta["pool"]["iterations"] == tb["pool"]["iterations"] == [1, 2, 3]
+    rows = [read_state(checkpoint_dir(d)).metrics[-1] for d in (whole, parts)]
+    assert {k: v for k, v in rows[0].items() if k.startswith("win_rate")} == \
+        {k: v for k, v in rows[1].items() if k.startswith("win_rate")}
 
 
 def test_settings_check_the_self_play_options():
@@ -235,13 +247,11 @@ def test_settings_check_the_self_play_options():
 
 
 def test_the_pool_of_past_selves_is_refused_on_chess_and_board_games_by_the_library_backends(tmp_path):
-    from agents.ppo.common import train_loop
-
     with pytest.raises(ValueError, match="docs/decisions.md"):  # measured and removed on chess
         PPOSettings(**TINY, selfplay=True)
     for kind in ("rllib", "sb3"):
         with pytest.raises(ValueError, match=f"tictactoe trains with the native backend, not {kind}"):
-            train_loop(PPOSettings(game="tictactoe", selfplay=True), str(tmp_path / kind), None, kind, env_steps=1)
+            train(PPOSettings(game="tictactoe", selfplay=True), str(tmp_path / kind), env_steps=1, backend=kind)
 
 
 # -- every backend's agent loads with agents.load --------------------------------------------------
@@ -255,13 +265,12 @@ LIBRARY_TINY = dict(variant="3x3", start="random", agent_color="random", train_b
 def test_library_backends_agents_load_as_the_native_ones_do(tmp_path, backend):
     if backend == "rllib":
         pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
-        from agents.ppo.rllib_train import train
     else:
         pytest.importorskip("sb3_contrib", reason="needs sb3-contrib: pip install -e '.[sb3]'")
-        from agents.ppo.sb3_train import train
     settings = PPOSettings(**LIBRARY_TINY)
-    train(settings, str(tmp_path / backend), env_steps=settings.train_batch, eval_games=0, verbose=False)
-    native.train(settings, str(tmp_path / "native"), env_steps=settings.train_batch, eval_games=0, verbose=False)
+    train(settings, str(tmp_path / backend), env_steps=settings.train_batch, eval_games=0, verbose=False,
+          backend=backend)
+    train(settings, str(tmp_path / "native"), env_steps=settings.train_batch, eval_games=0, verbose=False)
     loaded = {name: agents.load(str(tmp_path / name / "agent")) for name in (backend, "native")}
     assert {a.backend for a in loaded.values()} == {backend, "native"}
     assert loaded[backend].net.config == loaded["native"].net.config  # one network, whichever backend trained it

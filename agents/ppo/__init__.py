@@ -1,17 +1,7 @@
 """PPO with GAE on our envs, built in, through RLlib and through stable-baselines3, with exact action masking.
 
-Modules, in reading order: ``network`` (the actor-critic in plain torch),
-``task`` (what depends on the game: env, network spec, saved agent, evaluation),
-``common`` (settings and the training loop every backend runs in),
-``native`` (the built-in PPO: the whole algorithm in one file),
-``selfplay`` (its pool of past selves) and ``boardgame_env`` (the board games'
-vector env), ``rllib_module`` and ``rllib_train``
-(RLlib configs, the Alpha-Mini procedure, Tune), ``sb3_train`` (sb3-contrib
-MaskablePPO), ``agent`` (trained policies as agents, one class for every game). Playing a saved policy
-and the built-in PPO need only torch; the library backends need
-``pip install -e ".[rllib]"`` or ``".[sb3]"``.
-
-Attributes load lazily, so ``import agents.ppo`` imports neither Ray nor SB3.
+Modules in reading order and what each needs installed: docs/ppo.md. Attributes load lazily, so
+``import agents.ppo`` imports neither Ray nor SB3.
 """
 
 from __future__ import annotations
@@ -25,6 +15,7 @@ _EXPORTS = {
     "PPONet": "agents.ppo.network",
     "PPONetConfig": "agents.ppo.network",
     "PPOSettings": "agents.ppo.common",
+    "train": "agents.ppo.common",
     "NativeBackend": "agents.ppo.native",
     "Task": "agents.ppo.task",
     "task_for": "agents.ppo.task",

@@ -1,9 +1,5 @@
-"""Trained PPO policies as agents, and the epsilon-random opponent of the Alpha-Mini procedure.
-
-Both backends save the same thing: the :class:`~agents.ppo.network.PPONet`
-weights and sizes (``weights.pt``) plus ``agent.json``, so
-``agents.load(path)`` rebuilds the policy in plain torch, with neither Ray nor
-stable-baselines3 installed or running.
+"""Trained PPO policies as agents (plain torch: neither Ray nor SB3 needed to play), and the
+epsilon-random opponent of the Alpha-Mini procedure.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The board games' vector env for the built-in PPO: ``num_envs`` games of a :class:`~agents.games.Game`,
-the learner against the random player or its past self (:mod:`agents.ppo.selfplay`).
-
-Gymnasium's vector interface with same-step autoreset (the final observation in ``infos["final_obs"]``),
-PettingZoo's ``{"observation", "action_mask"}`` dicts, the learner's move and the opponent's reply in one
-step; its task is :class:`agents.ppo.task.BoardGameTask`.
+the learner against the random player or its past self; same-step autoreset, PettingZoo-style dicts.
 """
 
 from __future__ import annotations

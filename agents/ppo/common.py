@@ -1,20 +1,12 @@
 """What the PPO backends share (built-in, RLlib, stable-baselines3): the settings and the training loop.
 
-A run trains on a chess ``variant``, or on a board game when ``PPOSettings.game`` names one. What
-depends on the game (the env, the network's spec, the saved agent, the evaluation) is the run's
-:class:`~agents.ppo.task.Task`, built once from the settings (:func:`~agents.ppo.task.task_for`);
-the loop and the backends ask it, never the game.
-
-A run directory is :mod:`agents.runs`'s (``checkpoint/``, ``metrics.csv``,
-``tensorboard/``) plus ``agent/``, the policy as a
-:class:`~agents.ppo.agent.PPOAgent`. The checkpoint holds the backend's
-weights, optimizer state and counters as tensors (no library pickles), so a
-resumed run loads data only.
+What depends on the game is the run's :class:`~agents.ppo.task.Task`; the run directory: docs/ppo.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import time
 
@@ -143,7 +135,7 @@ def net_from_weights(config: PPONetConfig, state_dict: dict, prefix: str = "") -
 
 
 class Backend:
-    """One PPO implementation inside :func:`train_loop` (``native.NativeBackend``, ``rllib_train.RLlibBackend``,
+    """One PPO implementation inside :func:`train` (``native.NativeBackend``, ``rllib_train.RLlibBackend``,
     ``sb3_train.SB3Backend``), built as ``Backend(settings, task)``."""
 
     kind = "backend"  # the run kind in the checkpoint: "native", "rllib" or "sb3"
@@ -185,48 +177,56 @@ class Budget:
                 or (self.minutes is not None and elapsed_s >= 60 * self.minutes))
 
 
-def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env_steps: int | None = None,
-               minutes: float | None = None, eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000,
-               resume: bool = False, verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
-    """Train (or resume) a single-agent PPO run until the budget is spent; returns the final :class:`RunState`.
+#: Each backend's :class:`Backend` class, imported only when a run asks for it (RLlib and SB3 are extras).
+BACKENDS = {"native": "agents.ppo.native:NativeBackend", "rllib": "agents.ppo.rllib_train:RLlibBackend",
+            "sb3": "agents.ppo.sb3_train:SB3Backend"}
 
-    ``make_backend(settings, task)`` builds the library's :class:`Backend` for the run's task. After every iteration the
-    deterministic policy plays ``eval_games`` games per color against the random player (every
-    ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv``
-    and TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
+
+def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
+          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
+          verbose: bool = True, desc: str | None = None, on_iteration=None, *, backend: str = "native") -> RunState:
+    """Train (or resume) a PPO run with ``backend`` (:data:`BACKENDS`) until the budget is spent; the final state.
+
+    After every iteration the deterministic policy plays ``eval_games`` games per color against the random player
+    (every ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv`` and
+    TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown PPO backend {backend!r}: {', '.join(BACKENDS)}")
     budget = Budget(env_steps, minutes)
     task = task_for(settings)
-    task.check_backend(kind)
-    if settings.draw_reward and kind != "native":
-        raise ValueError(f"draw_reward is a shaping option of the native backend; {kind} takes the env's rewards")
-    run = Run(run_dir, settings, kind, resume=resume, verbose=verbose)  # settings checked before anything is built
-    state, backend = run.state, None
+    task.check_backend(backend)
+    if settings.draw_reward and backend != "native":
+        raise ValueError(f"draw_reward is a shaping option of the native backend; {backend} takes the env's rewards")
+    module, name = BACKENDS[backend].split(":")
+    make_learner = getattr(importlib.import_module(module), name)  # a missing extra fails here, before any file
+    run = Run(run_dir, settings, backend, resume=resume, verbose=verbose)  # settings checked before anything is built
+    state, learner = run.state, None
     if budget.env_steps is not None:
-        progress = run.progress(budget.env_steps, desc or f"{kind} ppo {task.name} {settings.agent_color}",
+        progress = run.progress(budget.env_steps, desc or f"{backend} ppo {task.name} {settings.agent_color}",
                                 unit="step", done=state.env_steps)
     else:
-        progress = run.progress(int(60 * budget.minutes), desc or f"{kind} ppo {task.name}", unit="s",
+        progress = run.progress(int(60 * budget.minutes), desc or f"{backend} ppo {task.name}", unit="s",
                                 done=int(state.elapsed_s))
     try:
-        backend = make_backend(settings, task)
+        learner = make_learner(settings, task)
         if run.resumed:
-            backend.restore(run.tensors())
+            learner.restore(run.tensors())
         elif settings.init_from is not None:
-            backend.initialize(initial_weights(settings, task))
+            learner.initialize(initial_weights(settings, task))
         while not budget.spent(state.env_steps, run.elapsed()):
-            row = backend.iterate()
+            row = learner.iterate()
             state.iteration += 1
             state.env_steps += row["iteration_env_steps"]
             row = {"iteration": state.iteration, "env_steps": state.env_steps, **row}
-            agent = task.agent(backend.policy_net(), kind)
+            agent = task.agent(learner.policy_net(), backend)
             last = budget.spent(state.env_steps, run.elapsed())
             if eval_games and (state.iteration % eval_every == 0 or last):
                 t = time.perf_counter()
                 row.update(task.evaluate_vs_random(agent, eval_games, eval_seed))
                 row["eval_s"] = time.perf_counter() - t
             t = time.perf_counter()
-            run.save(row, backend.state())
+            run.save(row, learner.state())
             agent.save(os.path.join(run_dir, AGENT))
             row["checkpoint_s"] = time.perf_counter() - t  # in the files from the next checkpoint on
             if on_iteration is not None:
@@ -235,8 +235,8 @@ def train_loop(settings: PPOSettings, run_dir: str, make_backend, kind: str, env
     finally:
         progress.close()
         run.close()
-        if backend is not None:
-            backend.close()
+        if learner is not None:
+            learner.close()
     return state
 
 

@@ -1,29 +1,7 @@
 """Masked PPO with GAE, built in: the whole algorithm in this file, read top to bottom (CleanRL-style).
 
-1. Settings: :class:`~agents.ppo.common.PPOSettings` (the same as the RLlib and SB3 backends).
-2. Environments: ``num_envs`` games stepped together, the learner's move and the opponent's reply in
-   one env step, from the run's :class:`~agents.ppo.task.Task` (chess: our C-stepped vector env against
-   the random player or a saved agent; a board game: against the random player or, in self-play, a
-   past self drawn each iteration from the :class:`~agents.ppo.selfplay.OpponentPool`).
-3. Rollout: ``train_batch / num_envs`` steps of every game, actions sampled from the masked policy.
-4. GAE: advantages and returns, terminal and truncated endings told apart.
-5. Update: ``epochs`` passes of shuffled minibatches; clipped policy loss, clipped value loss,
-   entropy bonus, advantages normalised per minibatch, gradient norm clipped.
-6. :class:`NativeBackend`: the above as one :class:`~agents.ppo.common.Backend` of the shared
-   training loop (evaluation, metrics CSV, TensorBoard, checkpoints, resume, the saved agent).
-
-Masking: the policy is a softmax over each position's legal actions only (:func:`legal_actions`,
-:func:`legal_log_probs`): an illegal action has probability exactly 0 and is never sampled, and the
-softmax, sampling and entropy touch a few dozen logits instead of all 1,225 (the same values as
-:class:`~agents.ppo.network.PPONet`'s full masked logits, which the saved agents use).
-
-Cost: the update's forward and backward passes (3x3 convolutions on every square) are most of an
-iteration; docs/benchmarks.md has the figures.
-
-Reproducibility: every iteration starts fresh games and fresh random streams, seeded from the run's
-seed and the iteration number, so a checkpoint (weights, optimizer, pool) is all a resumed run needs
-to continue exactly as an uninterrupted one would. Games still running when a rollout ends
-bootstrap from the value of their last observation, as PPO does at every rollout's end.
+Settings, envs, rollout, GAE, update, then :class:`NativeBackend` for the shared loop; masking, cost and
+reproducibility: docs/ppo.md.
 """
 
 from __future__ import annotations
@@ -35,11 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings, train_loop
+from agents.ppo.common import Backend, PPOSettings
 from agents.ppo.network import PPONet, mask_logits
 from agents.ppo.selfplay import KINDS, OpponentPool
 from agents.ppo.task import Task
-from agents.runs import RunState
 
 # -- 2. environments: the task's (Task.make_envs), reset with fresh seeds every iteration ---------------
 
@@ -243,7 +220,7 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
 
 
 class NativeBackend(Backend):
-    """This file's PPO in :func:`~agents.ppo.common.train_loop`. Its checkpoint: the network's and the
+    """This file's PPO in :func:`~agents.ppo.common.train`. Its checkpoint: the network's and the
     optimizer's state dicts, the iteration count and (self-play) the opponent pool."""
 
     kind = "native"
@@ -334,11 +311,3 @@ class NativeBackend(Backend):
 
     def close(self) -> None:
         self.envs.close()
-
-
-def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
-          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
-          verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
-    """Train (or resume) the built-in PPO until the budget is spent; same contract as ``rllib_train.train``."""
-    return train_loop(settings, run_dir, NativeBackend, "native", env_steps, minutes, eval_games, eval_every,
-                      eval_seed, resume, verbose, desc, on_iteration)

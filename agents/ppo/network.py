@@ -1,20 +1,7 @@
-"""The PPO actor-critic network in plain torch, shared by the RLlib module and the saved agents.
+"""The PPO actor-critic network in plain torch, shared by every backend and the saved agents.
 
-Input: observation planes ``(batch, height, width, channels)`` and the legal-
-action mask ``(batch, num_actions)``. A small conv trunk feeds two heads:
-
-* policy (``policy_head="planes"``, chess): a 3x3 conv with one output plane
-  per action plane, read square by square, so logit
-  ``(file * height + rank) * planes + plane`` comes from the features at the
-  from-square ``(rank, file)``: the layout of the action encoding, no large
-  linear layer;
-* policy (``policy_head="linear"``, actions that are not square planes, such as
-  Connect Four's 7 columns): one linear layer over the flattened trunk;
-* value: flatten -> linear -> ReLU -> linear, one number.
-
-Illegal actions get the most negative float as logit (:func:`mask_logits`),
-so their probability under softmax is exactly 0 and they are never sampled;
-unlike ``-inf`` it keeps the entropy and log-probabilities finite.
+A conv trunk; a policy head laid out as the action encoding (``"planes"``) or linear; a value head.
+Illegal actions get the most negative float as logit: probability exactly 0, entropy still finite.
 """
 
 from __future__ import annotations

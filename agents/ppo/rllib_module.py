@@ -1,16 +1,4 @@
-"""The action-masking RLModule: :class:`~agents.ppo.network.PPONet` inside RLlib's new API stack.
-
-RLlib hands the module the env's observation dict as it is
-(``batch[Columns.OBS] = {"observation": (B, H, W, C), "action_mask": (B, A)}``);
-the module returns masked logits as ``Columns.ACTION_DIST_INPUTS``, from which
-RLlib's categorical distribution samples (exploration) or takes the argmax
-(inference). Illegal logits are the most negative float, so an illegal action
-has probability exactly 0 and is never drawn. The value for GAE comes from
-:meth:`compute_values` (RLlib's ``ValueFunctionAPI``).
-
-Network sizes come from ``model_config`` (keys of :class:`PPONetConfig`:
-``channels``, ``conv_layers``, ``value_hidden``).
-"""
+"""The action-masking RLModule: :class:`~agents.ppo.network.PPONet` inside RLlib's new API stack."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
-"""PPO with GAE in RLlib (new API stack): config builders, the training loop, the Alpha-Mini procedure.
-
-Read top to bottom:
-
-* :func:`single_agent_config`: PPO on our single-agent env (the learner against
-  the random player or any saved agent), sampled through the native vector env;
-* :func:`multi_agent_config`: PPO on the PettingZoo AEC env through RLlib's
-  multi-agent API (``PettingZooEnv``), one module per player;
-* :func:`train`: iterations of ``algo.train()`` with a win-rate evaluation,
-  a checkpoint and the agent written after each, resumable;
-* :func:`alpha_mini`: Alpha-Mini's procedure, white and black policies trained
-  in turns against each other's previous versions mixed with random moves;
-* :func:`run_sweep`: a grid of (gamma, lambda) points as Ray Tune trials, any backend.
-
-Both configs use :class:`~agents.ppo.rllib_module.MaskedPPOModule`, so no
-policy ever samples an illegal action. Sampling and learning run in this
-process (``num_env_runners=0``, ``num_learners=0``) unless asked otherwise:
-PPO alternates the two, so on a couple of cores extra Ray actors only add
-copying.
+"""PPO with GAE in RLlib (new API stack): config builders, the training loop, the Alpha-Mini procedure,
+Ray Tune sweeps. Why sampling and learning stay in this process: docs/ppo.md.
 """
 
 from __future__ import annotations
@@ -31,9 +14,9 @@ import torch
 
 from agents.ppo.agent import PPOAgent
 from agents.ppo.common import (AGENT, Backend, PPOSettings, net_from_weights, numpy_to_torch, torch_to_numpy,
-                               train_loop, train_seconds)
+                               train, train_seconds)
 from agents.ppo.task import Task, make_opponent, task_for
-from agents.runs import RunState, read_json, write_csv, write_json
+from agents.runs import read_json, write_csv, write_json
 
 SINGLE_ENV = "minichess-single"  # names under which the env creators are registered with Ray Tune
 AEC_ENV = "minichess-aec"
@@ -245,7 +228,7 @@ def iteration_row(result: dict, sample_s: float, module_id: str = DEFAULT_MODULE
 
 
 class RLlibBackend(Backend):
-    """RLlib's PPO ``Algorithm`` in :func:`~agents.ppo.common.train_loop`; its checkpoint is the learner's
+    """RLlib's PPO ``Algorithm`` in :func:`~agents.ppo.common.train`; its checkpoint is the learner's
     state (module weights, optimizer) as tensors, not RLlib's pickled checkpoint."""
 
     kind = "rllib"
@@ -276,17 +259,6 @@ class RLlibBackend(Backend):
 
     def close(self) -> None:
         self.algo.stop()
-
-
-def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
-          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
-          verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
-    """Train (or resume) a single-agent PPO run in RLlib until the budget is spent; returns the final state.
-
-    See :func:`~agents.ppo.common.train_loop` (the loop, evaluation and files, shared with SB3).
-    """
-    return train_loop(settings, run_dir, RLlibBackend, "rllib", env_steps, minutes, eval_games, eval_every,
-                      eval_seed, resume, verbose, desc, on_iteration)
 
 
 def train_multi_agent(settings: PPOSettings, iterations: int, train_players: tuple[str, ...] = PLAYERS,
@@ -329,7 +301,7 @@ class AlphaMiniConfig:
     warm_start: bool = True  # policy k starts from policy k-1's weights ("builds on itself")
 
 
-def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, trainer=None,
+def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, backend: str = "rllib",
                verbose: bool = True) -> list[dict]:
     """White and black policies; at step k white trains against black k-1 and black against white k-1.
 
@@ -342,9 +314,8 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
     policy is not retrained when the procedure is run again (it resumes).
     After every step both new policies play ``config.eval_games`` games against
     the random player as their color (rows in ``<run_dir>/steps.csv``).
-    ``trainer`` is :func:`train` (RLlib, the default) or ``agents.ppo.sb3_train.train``.
+    ``backend`` trains them (:data:`~agents.ppo.common.BACKENDS`).
     """
-    trainer = trainer or train
     os.makedirs(run_dir, exist_ok=True)
     rows = []
     previous = {"white": None, "black": None}
@@ -358,8 +329,8 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
                                     init_from=previous[color] if config.warm_start else settings.init_from)
             done_file = os.path.join(sub, "done.json")
             if not os.path.exists(done_file):
-                state = trainer(s, sub, env_steps=config.env_steps_per_policy, eval_games=0, resume=True,
-                                verbose=verbose, desc=f"alpha-mini {k}/{config.steps} {color}")
+                state = train(s, sub, env_steps=config.env_steps_per_policy, eval_games=0, resume=True,
+                              verbose=verbose, desc=f"alpha-mini {k}/{config.steps} {color}", backend=backend)
                 write_json(done_file, {"env_steps": state.env_steps, "elapsed_s": state.elapsed_s})
             done = read_json(done_file)
             agent = PPOAgent.load(os.path.join(sub, AGENT))
@@ -379,21 +350,6 @@ def alpha_mini(settings: PPOSettings, config: AlphaMiniConfig, run_dir: str, tra
 # -- sweeps with Ray Tune ---------------------------------------------------------------------
 
 
-def trainer_for(backend: str):
-    """The ``train`` function of a backend: ``"native"`` (built in), ``"rllib"`` or ``"sb3"``."""
-    if backend == "native":
-        from agents.ppo import native
-
-        return native.train
-    if backend == "sb3":
-        from agents.ppo import sb3_train
-
-        return sb3_train.train
-    if backend != "rllib":
-        raise ValueError(f"unknown PPO backend {backend!r}: native, rllib or sb3")
-    return train
-
-
 def sweep_trial(config: dict) -> None:
     """One (gamma, lambda) point as a Ray Tune trial: train, report each iteration, then a final evaluation
     of ``config["final_games"]`` games against the random player (seed 0)."""
@@ -405,10 +361,9 @@ def sweep_trial(config: dict) -> None:
     settings = dataclasses.replace(PPOSettings.from_dict(config["settings"]), gamma=config["point"]["gamma"],
                                    lambda_=config["point"]["lambda"])
     run_dir = os.path.join(config["out"], f"gamma{settings.gamma:g}_lambda{settings.lambda_:g}")
-    state = trainer_for(config["backend"])(
-        settings, run_dir, env_steps=config["steps"], eval_games=config["eval_games"], eval_every=5, resume=True,
-        verbose=False,
-        on_iteration=lambda row: tune.report({k: v for k, v in row.items() if isinstance(v, (int, float))}))
+    state = train(settings, run_dir, env_steps=config["steps"], eval_games=config["eval_games"], eval_every=5,
+                  resume=True, verbose=False, backend=config["backend"],
+                  on_iteration=lambda row: tune.report({k: v for k, v in row.items() if isinstance(v, (int, float))}))
     match = versus_random(agents.load(os.path.join(run_dir, AGENT)), settings.variant, games=config["final_games"],
                           color=settings.agent_color, seed=0)
     lo, hi = match.win_interval
@@ -423,7 +378,7 @@ def run_sweep(settings: PPOSettings, points: list[tuple[float, float]], out: str
     """A grid of (gamma, lambda) ``points`` as Ray Tune trials (one CPU each, ``concurrency`` at a time).
 
     Each trial trains ``settings`` at its point for ``env_steps`` env steps with ``backend``
-    (:func:`trainer_for`) in ``<out>/gamma<g>_lambda<l>/`` (resumed when there), then plays
+    (:data:`~agents.ppo.common.BACKENDS`) in ``<out>/gamma<g>_lambda<l>/`` (resumed when there), then plays
     ``final_games`` greedy games against the random player. Tune's records go to ``<out>/tune/``.
     Returns one row per finished trial, in the order of ``points`` (a failed trial is printed and left out).
     """

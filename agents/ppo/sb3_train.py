@@ -1,17 +1,4 @@
-"""PPO with GAE in stable-baselines3: sb3-contrib's ``MaskablePPO`` on the same env and the same network.
-
-* :class:`SB3VecEnv` adapts the task's vector env (chess: our C-stepped games,
-  random opponent in C) to SB3's ``VecEnv``: same-step autoreset, the final
-  observation in ``info["terminal_observation"]``, masks from ``action_masks``.
-* :class:`PPONetPolicy` is ``MaskableActorCriticPolicy`` whose feature
-  extractor and heads are one :class:`~agents.ppo.network.PPONet`, the network
-  the RLlib module uses; its weights are exported as a plain
-  :class:`~agents.ppo.agent.PPOAgent`, so SB3 is not needed to play.
-  MaskablePPO masks illegal logits itself (to -1e8), so they are never sampled.
-* :class:`SB3Backend` runs it in the loop the RLlib backend uses
-  (:func:`~agents.ppo.common.train_loop`): settings, budget, evaluation,
-  checkpoints each iteration, ``resume``.
-"""
+"""PPO with GAE in stable-baselines3: sb3-contrib's ``MaskablePPO`` on the task's env and our network."""
 
 from __future__ import annotations
 
@@ -28,10 +15,9 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings, train_loop
+from agents.ppo.common import Backend, PPOSettings
 from agents.ppo.network import PPONet, PPONetConfig
 from agents.ppo.task import Task
-from agents.runs import RunState
 
 
 class SB3VecEnv(VecEnv):
@@ -188,7 +174,7 @@ def policy_net(model: MaskablePPO) -> PPONet:
 
 
 class SB3Backend(Backend):
-    """MaskablePPO in :func:`~agents.ppo.common.train_loop`; its checkpoint is the policy's and the
+    """MaskablePPO in :func:`~agents.ppo.common.train`; its checkpoint is the policy's and the
     optimizer's state dicts and SB3's counters as tensors and numbers, not SB3's pickled ``model.zip``."""
 
     kind = "sb3"
@@ -238,11 +224,3 @@ class SB3Backend(Backend):
 
     def close(self) -> None:
         self.env.close()
-
-
-def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, minutes: float | None = None,
-          eval_games: int = 200, eval_every: int = 1, eval_seed: int = 10_000, resume: bool = False,
-          verbose: bool = True, desc: str | None = None, on_iteration=None) -> RunState:
-    """Train (or resume) MaskablePPO until the budget is spent; same contract as ``rllib_train.train``."""
-    return train_loop(settings, run_dir, SB3Backend, "sb3", env_steps, minutes, eval_games, eval_every,
-                      eval_seed, resume, verbose, desc, on_iteration)

@@ -1,14 +1,5 @@
-"""Self-play for the built-in PPO: the pool of the learner's past selves.
-
-One network plays both seats (observations are from the side to move), so a
-past self is just an earlier copy of the learner's weights.
-:class:`OpponentPool` keeps snapshots of the learner, one every ``pool_every``
-iterations, the newest ``pool_size``. Each iteration draws one of them to be
-that iteration's past self: uniformly (``pool_sampling="uniform"``) or with a
-recency bias (``"recent"``: the k-th oldest of n is drawn with probability
-proportional to k, so the newest is n times as likely as the oldest). The
-board games' vector env (:mod:`agents.ppo.boardgame_env`) plays it; on chess
-the pool was measured and removed (docs/decisions.md).
+"""Self-play for the built-in PPO: the pool of the learner's past selves (board games; on chess the pool
+was measured and removed, docs/decisions.md).
 """
 
 from __future__ import annotations

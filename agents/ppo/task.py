@@ -1,16 +1,5 @@
-"""What PPO trains on, said once: a :class:`Task` built from the settings by :func:`task_for`.
-
-A task holds everything that depends on the game, so the PPO backends and the loop never ask which
-game they play:
-
-* :meth:`Task.make_envs`: the vector env of ``num_envs`` games (same-step autoreset, the final
-  observation in ``infos["final_obs"]``, ``{"observation", "action_mask"}`` dicts): chess runs on our
-  C-stepped vector env (``minichess_envs.vector``), the board games on
-  :class:`~agents.ppo.boardgame_env.BoardGameVectorEnv`;
-* :meth:`Task.net_config`: the network's spec, from the game's observation shape and actions;
-* :meth:`Task.agent`: a trained network as the one :class:`~agents.ppo.agent.PPOAgent` (one saved format);
-* :meth:`Task.evaluate_vs_random`: win rates against the random player, per colour or seat;
-* :attr:`Task.backends`: the backends that train it.
+"""What PPO trains on, said once: a :class:`Task` built from the settings by :func:`task_for`
+(envs, network spec, saved agent, evaluation against random), so no backend asks which game it plays.
 """
 
 from __future__ import annotations
