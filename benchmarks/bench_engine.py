@@ -14,9 +14,6 @@ Targets: gardner >= 3x pgx's best batched CPU figure,
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import sys
 import time
@@ -76,10 +73,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="also write all figures to this file")
     args = parser.parse_args(argv)
 
-    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-               f"Python {platform.python_version()}", "ours": {}, "peers": {}}
+    results = {**peers.machine(), "ours": {}, "peers": {}}
     rows = []
-    print(f"# {results['date']}  {results['machine']}", flush=True)
+    print(f"# {results['date']}  {results['machine']}  load {results['load_start'][0]:.2f}", flush=True)
     for variant in ("3x3", "gardner", "chess"):
         r = random_play(variant, args.seconds)
         results["ours"][f"random_play_{variant}"] = r
@@ -124,10 +120,7 @@ def main(argv=None) -> int:
         if pc.get("available"):
             print(f"8x8 vs python-chess (no mask, no observation): {ours_c / pc['plies_per_s']:.1f}x")
 
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=str)
+    peers.finish(results, args.json)
     return 0
 
 

@@ -16,9 +16,6 @@ faster than ``SyncVectorEnv``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
 import time
 
@@ -83,9 +80,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    results = {"date": time.strftime("%Y-%m-%d"),
-               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
-    print(f"# {results['date']}  {results['machine']}  (gardner; our step = 2 plies, peers' = 1 ply)")
+    results = peers.machine()
+    print(f"# {results['date']}  {results['machine']}  load {results['load_start'][0]:.2f}  "
+          "(gardner; our step = 2 plies, peers' = 1 ply)")
 
     def show(name, steps, inside=None, note=""):
         extra = f"{inside:>12,.0f} in step()" if inside else " " * 22
@@ -116,10 +113,7 @@ def main(argv=None) -> int:
             show("PettingZoo chess_v6 (8x8, AEC)", pz["plies_per_s"], note="(1 ply per step)")
         else:
             print(f"PettingZoo chess_v6: n/a ({pz['reason']})")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=str)
+    peers.finish(results, args.json)
     return 0
 
 

@@ -14,6 +14,9 @@ and python-chess (8x8 random play and perft).
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import random
 import sys
 import time
@@ -21,6 +24,23 @@ import time
 SEED = 0
 START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 KIWIPETE_FEN = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+
+
+def machine() -> dict:
+    """The date (UTC), the machine and its load average now: what every figure is recorded with."""
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            "load_start": os.getloadavg()}
+
+
+def finish(results: dict, path: str | None) -> None:
+    """Records the load average at the end, prints both, and writes ``results`` as JSON to ``path`` if given."""
+    results["load_end"] = os.getloadavg()
+    print(f"load average {results['load_start'][0]:.2f} at the start, {results['load_end'][0]:.2f} at the end")
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2, default=str)
 
 
 def _missing(exc: BaseException) -> dict:

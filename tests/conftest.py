@@ -1,4 +1,6 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules, and the `needs_engine` mark."""
+
+import shutil
 
 import pytest
 
@@ -6,7 +8,7 @@ import pytest
 @pytest.fixture
 def started_pools(monkeypatch) -> list:
     """Every self-play worker pool started while the test runs, in order (the training loops start theirs
-    through :meth:`agents.alphazero.workers.SelfPlaySchedule.start`, which builds the patched class)."""
+    through :class:`agents.alphazero.workers.SelfPlaySchedule`, which builds the patched class)."""
     from agents.alphazero import workers
 
     pools = []
@@ -32,3 +34,14 @@ def assert_same_run():
             assert torch.equal(tensor, b["model"][name]), name
 
     return check
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_engine(name): skip unless the UCI engine `name` is installed")
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("needs_engine"):
+        name = mark.args[0]
+        if not (shutil.which(name) or shutil.which(name, path="/usr/games")):  # Debian installs engines there
+            pytest.skip(f"{name} is not installed (apt install {name})")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -118,8 +117,7 @@ def test_interrupted_writes_leave_only_complete_listed_shards(tmp_path):
     assert not (tmp_path / "shard-000009.npz.tmp").exists()
 
 
-ENGINE = shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games")
-needs_engine = pytest.mark.skipif(ENGINE is None, reason="Fairy-Stockfish is not installed (apt install fairy-stockfish)")
+needs_engine = pytest.mark.needs_engine("fairy-stockfish")
 
 
 @needs_engine

@@ -76,14 +76,9 @@ def test_a_tiny_leaderboard_runs_both_ways_and_states_the_machine(tmp_path):
         assert "load average" in report and f"({os.cpu_count()} cores)" in report
 
 
+@pytest.mark.needs_engine("fairy-stockfish")
 def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path):
     pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
-    from agents.players.uci import EngineNotFoundError, find_engine
-
-    try:
-        find_engine("fairy-stockfish")
-    except EngineNotFoundError as exc:
-        pytest.skip(str(exc))
     import csv
 
     import agents
@@ -101,14 +96,9 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
     assert agents.load(str(out / "pretrain" / "agent")).net.config == agent.net.config
 
 
+@pytest.mark.needs_engine("fairy-stockfish")
 def test_the_leaderboard_plays_checkpoints_through_the_ladder(tmp_path):
     pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
-    from agents.players.uci import EngineNotFoundError, find_engine
-
-    try:
-        find_engine("fairy-stockfish")
-    except EngineNotFoundError as exc:
-        pytest.skip(str(exc))
     import agents
     from agents.alphazero.train import Config, make_net, with_changes
     from agents.alphazero.agent import AlphaZeroAgent

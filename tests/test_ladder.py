@@ -12,7 +12,7 @@ from agents.players.random_agent import RandomAgent
 from minichess_envs import Position
 
 HAVE_FSF = bool(shutil.which("fairy-stockfish") or shutil.which("fairy-stockfish", path="/usr/games"))
-needs_fsf = pytest.mark.skipif(not HAVE_FSF, reason="Fairy-Stockfish is not installed (apt install fairy-stockfish)")
+needs_fsf = pytest.mark.needs_engine("fairy-stockfish")
 
 
 def test_every_opening_is_played_once_with_each_color():

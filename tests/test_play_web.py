@@ -371,12 +371,18 @@ def test_an_agent_move_stops_at_the_time_limit_and_the_game_goes_on():
         assert c.post(f"/api/games/{gid}/resign", json={}).json()["termination"] == "resignation"
 
 
+def endless_move(c, pool):
+    """A new game whose endless agent is thinking: (its id, the future of the agent-move request)."""
+    gid = new_game(c, "gardner", white="endless", black="human")["id"]
+    move = pool.submit(c.post, f"/api/games/{gid}/agent", json={})
+    time.sleep(0.3)
+    return gid, move
+
+
 def test_deleting_a_game_stops_its_agent():
     server = PlayServer(None, move_seconds=60, extra_agents={"endless": lambda variant: EndlessAgent(0)})
     with TestClient(server.app) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
-        gid = new_game(c, "gardner", white="endless", black="human")["id"]
-        move = pool.submit(c.post, f"/api/games/{gid}/agent", json={})
-        time.sleep(0.3)
+        gid, move = endless_move(c, pool)
         assert c.get(f"/api/games/{gid}").json()["busy"]
         started = time.monotonic()
         assert c.delete(f"/api/games/{gid}").json() == {"deleted": gid}
@@ -390,9 +396,7 @@ def test_deleting_a_game_stops_its_agent():
 def test_the_server_stopping_stops_an_agent():
     server = PlayServer(None, move_seconds=60, extra_agents={"endless": lambda variant: EndlessAgent(0)})
     with TestClient(server.app) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
-        gid = new_game(c, "gardner", white="endless", black="human")["id"]
-        move = pool.submit(c.post, f"/api/games/{gid}/agent", json={})
-        time.sleep(0.3)
+        _, move = endless_move(c, pool)
         server.stop_all()  # what SIGTERM does (see serve)
         r = move.result(timeout=5)
         assert r.status_code == 503 and "server is stopping" in r.json()["error"], r.text
