@@ -14,21 +14,15 @@ from agents.weights import load_network, save_network
 
 
 class AlphaZeroAgent(Agent):
-    """Plays the move a search with ``simulations`` simulations chooses (PUCT: the most visited, or by
-    ``search.move_choice``; Gumbel root: sequential halving's pick, without noise), or with 0 the
-    network's most probable legal move, no search.
-
-    ``game`` is a chess variant (``history`` and ``last_move`` say what the network sees) or a board
-    game. ``act`` needs the position of a chess variant (its observation may differ from the
-    caller's); a board game is rebuilt from PettingZoo's observation, or passed as a
-    :class:`~agents.games.Game` (as the arena passes it). :meth:`act_games` chooses for many games at once.
-    """
+    """Plays the move a search with ``simulations`` simulations chooses, or with 0 the network's most probable.
+    ``game``: a chess variant (``history`` and ``last_move`` say what the network sees; ``act`` needs its
+    position) or a board game (rebuilt from PettingZoo's observation, or passed as a :class:`~agents.games.Game`)."""
 
     def __init__(self, net: PolicyValueNet, game: str, history: int = 1, last_move: bool = False,
                  simulations: int = 64, search: SearchConfig | None = None, name: str = "alphazero"):
         self.net = net.eval()
         self.game, self.history, self.last_move = game, history, last_move
-        probe = self._new_game()
+        probe = new_game(game) if game in BOARD_GAMES else new_game(game, history=history, last_move=last_move)
         self.encoding = getattr(probe, "encoding", None)  # chess variants: the observation encoding
         self.variant = probe.position.variant if isinstance(probe, ChessGame) else None
         c = net.config
@@ -41,11 +35,6 @@ class AlphaZeroAgent(Agent):
         self.simulations = simulations
         self.evaluator = NetworkEvaluator(self.net)
         self.name = name
-
-    def _new_game(self) -> Game:
-        if self.game in BOARD_GAMES:
-            return new_game(self.game)
-        return new_game(self.game, history=self.history, last_move=self.last_move)
 
     @classmethod
     def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
@@ -69,16 +58,12 @@ class AlphaZeroAgent(Agent):
         return ChessGame(position, self.encoding)
 
     def act(self, observation, action_mask, position=None) -> int:
-        if position is None:
-            if self.encoding is not None:
-                raise ValueError("AlphaZeroAgent needs the position: act(observation, action_mask, position)")
-            position = BOARD_GAMES[self.game].from_observation(observation)
-        return int(self.act_games([self.as_game(position)])[0])
+        return int(self.act_batch([observation], [action_mask], None if position is None else [position])[0])
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         if positions is None:
             if self.encoding is not None:
-                raise ValueError("AlphaZeroAgent needs the positions: act_batch(observations, masks, positions)")
+                raise ValueError("AlphaZeroAgent needs the positions: act(observation, action_mask, position)")
             positions = [BOARD_GAMES[self.game].from_observation(o) for o in observations]
         return self.act_games([self.as_game(p) for p in positions])
 
@@ -95,24 +80,14 @@ class AlphaZeroAgent(Agent):
         masks = np.stack([g.legal_mask() for g in games])
         return self.evaluator.evaluate(obs, masks)
 
-    def value(self, positions) -> np.ndarray:
-        """The value head for each position, from its side to move."""
-        return self.policy_value(positions)[1]
-
     def analyse(self, position, top: int = 5) -> dict:
-        """What the agent sees in ``position``: the value head and the ``top`` moves of its search.
-
-        ``{"value", "simulations", "moves": [{"move", "action", "prior", "visits", "q"}]}``:
-        values and ``q`` are for the side to move, ``visits`` is the share of
-        the search's simulations (the policy's prior when ``simulations`` is 0),
-        moves are ordered by visits, then by the search's policy (the improved
-        policy with a Gumbel root: the move the agent plays comes first), then prior.
-        """
+        """``{"value", "simulations", "moves": [{"move", "action", "prior", "visits", "q"}]}``: the value head and
+        the ``top`` moves of the search, for the side to move; ``visits`` is a share of the simulations (the prior
+        without search); moves by visits, then the search's policy (Gumbel: the move played first), then prior."""
         game = self.as_game(position)
         if game.is_over():
             raise ValueError(f"nothing to analyse: the game is over in {game!r}")
-        priors, value = self.policy_value([game])
-        priors = priors[0]
+        (priors,), (value,) = self.policy_value([game])
         if self.simulations > 0:
             result = search([game], self.evaluator, self.search)
             share = result.visits[0] / max(float(result.visits[0].sum()), 1.0)
@@ -123,7 +98,7 @@ class AlphaZeroAgent(Agent):
         legal.sort(key=lambda a: (-share[a], -policy[a], -priors[a]))
         moves = [{"move": game.action_name(a), "action": int(a), "prior": float(priors[a]),
                   "visits": float(share[a]), "q": None if np.isnan(q[a]) else float(q[a])} for a in legal[:top]]
-        return {"value": float(value[0]), "simulations": self.simulations, "moves": moves}
+        return {"value": float(value), "simulations": self.simulations, "moves": moves}
 
     def save(self, path: str) -> None:
         save_network(path, self.net)
@@ -131,10 +106,8 @@ class AlphaZeroAgent(Agent):
                        simulations=self.simulations, search=dataclasses.asdict(self.search))
 
     def to(self, device: str = "auto") -> AlphaZeroAgent:
-        """Move the network to ``device`` (``auto | cpu | cuda | mps``, see :func:`agents.devices.resolve_device`);
-        returns the agent. Agents sent to worker processes should stay on the CPU."""
+        """The agent, its network moved to ``device`` (:func:`agents.devices.resolve_device`)."""
         from agents.devices import resolve_device
-
         self.net.to(resolve_device(device))
         self.evaluator.clear()
         return self

@@ -1,10 +1,5 @@
-"""Judging an AlphaZero network against the exact 3x3 tablebase, every iteration.
-
-The tablebase only *evaluates*: nothing here feeds training. For every
-non-terminal position the set of value-preserving and DTM-optimal actions is
-computed once, so scoring the raw policy over all ~25,000 positions is one
-batched network call.
-"""
+"""Judging an AlphaZero network against the exact 3x3 tablebase, every iteration (evaluation only: nothing here
+feeds training). Each position's value-preserving and DTM-optimal actions are found once."""
 
 from __future__ import annotations
 
@@ -17,28 +12,19 @@ from minichess_envs.tablebase import Tablebase, probe_targets
 
 
 class TablebaseEvaluation:
-    """Per-iteration metrics of a network on a tablebase variant.
-
-    * ``score_policy_*``: the raw policy's argmax over all non-terminal positions;
-    * ``score_mcts_*``: search with ``search.simulations`` on a fixed seeded sample;
-    * ``value_match``: the value head read as win / draw / loss (|v| < 0.5 is a draw);
-    * ``probe_*``: value head and policy on the named probe positions (AlphaZeroNano's figures).
-    """
+    """Per-iteration metrics of a network on a tablebase variant: ``score_policy_*`` (the raw policy on every
+    non-terminal position), ``score_mcts_*`` (search on a seeded sample), ``value_match`` (the value head as win,
+    draw if |v| < 0.5, or loss) and ``probe_*`` (value and policy on the named probe positions)."""
 
     def __init__(self, tablebase: Tablebase, encoding: ObservationEncoding, search: SearchConfig,
                  sample: int = 1000, seed: int = 0, batch_size: int = 4096):
-        self.tb = tablebase
-        self.encoding = encoding
-        self.search = search
-        self.batch_size = batch_size
+        self.encoding, self.search, self.batch_size = encoding, search, batch_size
         self.rows = tablebase.non_terminal()
-        A = encoding.variant.num_actions
-        n = len(self.rows)
+        n, A = len(self.rows), encoding.variant.num_actions
         self.positions = [tablebase.position(int(i)) for i in self.rows]
         self.observations = np.stack([encoding.encode(p) for p in self.positions])
         self.masks = np.stack([p.action_mask() for p in self.positions])
-        self.preserving = np.zeros((n, A), bool)
-        self.fastest = np.zeros((n, A), bool)
+        self.preserving, self.fastest = np.zeros((n, A), bool), np.zeros((n, A), bool)  # per position and action
         for k, i in enumerate(self.rows):
             value, dtm = int(tablebase.value[i]), int(tablebase.dtm[i])
             for m in tablebase.row_move_values(int(i)):
@@ -69,27 +55,19 @@ class TablebaseEvaluation:
             out.append(search(chess_games(positions, self.encoding), evaluator, self.search).actions)
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
-    def rates(self, actions: np.ndarray, which: np.ndarray) -> dict:
-        return {"value_preserving": float(self.preserving[which, actions].mean()),
-                "dtm_optimal": float(self.fastest[which, actions].mean())}
+    def rates(self, kind: str, actions: np.ndarray, which: np.ndarray) -> dict:
+        return {f"score_{kind}_value_preserving": float(self.preserving[which, actions].mean()),
+                f"score_{kind}_dtm_optimal": float(self.fastest[which, actions].mean())}
 
     def __call__(self, net, iteration=None, full_search: bool = False) -> dict:
         everything = np.arange(len(self.rows))
         actions, values = self.policy_and_values(net)
-        policy = self.rates(actions, everything)
         which = everything if full_search else self.sample
-        mcts = self.rates(self.search_actions(net, which), which)
         predicted = np.where(np.abs(values) < 0.5, 0, np.sign(values))
-        row = {
-            "score_policy_value_preserving": policy["value_preserving"],
-            "score_policy_dtm_optimal": policy["dtm_optimal"],
-            "score_mcts_value_preserving": mcts["value_preserving"],
-            "score_mcts_dtm_optimal": mcts["dtm_optimal"],
-            "mcts_positions": len(which),
-            "value_match": float(np.mean(predicted == self.values)),
-        }
-        row.update(self.probe(net))
-        return row
+        searched = self.search_actions(net, which)
+        return {**self.rates("policy", actions, everything), **self.rates("mcts", searched, which),
+                "mcts_positions": len(which), "value_match": float(np.mean(predicted == self.values)),
+                **self.probe(net)}
 
     def probe(self, net) -> dict:
         """Value head, and the policy's probability of each move class, on the probe positions."""
@@ -100,9 +78,8 @@ class TablebaseEvaluation:
             out[f"probe_{name}_value"] = float(value[0])
             target = self.probes[name]
             moves = {position.move_to_action(uci): result for uci, result in target["moves"].items()}
-            for label, keep in (("win", lambda r: r[0] == 1), ("draw", lambda r: r[0] == 0),
-                                ("loss", lambda r: r[0] == -1)):
-                out[f"probe_{name}_p_{label}"] = float(sum(priors[0, a] for a, r in moves.items() if keep(r)))
+            for label, result in (("win", 1), ("draw", 0), ("loss", -1)):
+                out[f"probe_{name}_p_{label}"] = float(sum(priors[0, a] for a, r in moves.items() if r[0] == result))
             fastest = [a for a, r in moves.items() if r[0] == target["value"] and r[1] == target["dtm"]]
             out[f"probe_{name}_p_fastest"] = float(sum(priors[0, a] for a in fastest))
         return out

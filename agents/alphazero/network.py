@@ -1,9 +1,5 @@
-"""The policy-value network: a small residual tower over the observation planes.
-
-Input ``(batch, height, width, channels)`` float planes (our observation
-encoding); outputs policy logits over the variant's action encoding and a value
-in [-1, 1] for the side to move. Illegal actions are masked before the softmax.
-"""
+"""The policy-value network: a small residual tower from observation planes ``(batch, height, width, channels)``
+to policy logits over the game's actions and a value in [-1, 1] for the side to move."""
 
 from __future__ import annotations
 

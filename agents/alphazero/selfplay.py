@@ -12,11 +12,7 @@ from agents.games.base import Game
 
 @dataclasses.dataclass
 class Samples:
-    """Training positions: observation, legal mask, search policy and final outcome.
-
-    ``value`` is the game's result for the side to move at that position
-    (+1 win, 0 draw or ply limit, -1 loss).
-    """
+    """Training positions: observation, legal mask, search policy and value target (for the side to move)."""
 
     observations: np.ndarray  # float16 (N, H, W, C): exact for 0/1 planes, clock to 1e-3
     masks: np.ndarray  # int8 (N, A)
@@ -28,13 +24,16 @@ class Samples:
 
     @classmethod
     def concatenate(cls, parts: list[Samples]) -> Samples:
-        return cls(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(cls)))
+        return cls(*(np.concatenate([getattr(p, field) for p in parts]) for field in FIELDS))
 
     @classmethod
     def empty(cls, observation_shape: tuple[int, ...], num_actions: int) -> Samples:
         """No samples, with the arrays' shapes and dtypes."""
         return cls(np.zeros((0, *observation_shape), np.float16), np.zeros((0, num_actions), np.int8),
                    np.zeros((0, num_actions), np.float32), np.zeros(0, np.float32))
+
+
+FIELDS = [f.name for f in dataclasses.fields(Samples)]
 
 
 @dataclasses.dataclass
@@ -48,22 +47,11 @@ class GameResult:
 def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: np.random.Generator,
                temperature_plies: int = 8, value_target_q: float = 0.0,
                policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
-    """One self-play game from each start (copies are played), in lockstep; their samples and results.
+    """One self-play game from each start (copies are played), in lockstep, one noisy search of all per move.
 
-    Every move: a noisy search of all unfinished games at once. PUCT: a move
-    sampled in proportion to the visit counts while fewer than
-    ``temperature_plies`` moves have been played since the game began
-    (:attr:`Game.plies`), the most visited afterwards (ties broken at random).
-    Gumbel root: the search's chosen move (its Gumbel noise explores). A sample's
-    policy target is the search's (visit shares, or Gumbel's improved policy), or
-    in proportion to the visits raised to ``policy_target_power`` where that is
-    not 1 (sharper above 1; moves are still chosen from the plain counts). Its
-    value is the game's result for the player to move there, mixed with weight
-    ``value_target_q`` with the search's value of the position (the
-    visit-weighted mean of the root's Q): the result alone is a noisy target while
-    moves are still sampled, the search's value is less noisy but biased by the
-    network.
-    """
+    PUCT samples by the visits for ``temperature_plies`` plies (:attr:`Game.plies`), then plays the most visited;
+    Gumbel, the search's choice. Targets: the search's policy (or visits ** ``policy_target_power``), and the
+    game's result mixed with weight ``value_target_q`` with the search's value (the mean Q)."""
     gumbel = search_config.root == "gumbel"
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value)
@@ -124,44 +112,28 @@ class ReplayBuffer:
     """The most recent ``capacity`` samples, as a ring of preallocated arrays."""
 
     def __init__(self, capacity: int, observation_shape: tuple, num_actions: int):
-        self.capacity = capacity
-        self.observations = np.zeros((capacity, *observation_shape), np.float16)
-        self.masks = np.zeros((capacity, num_actions), np.int8)
-        self.policies = np.zeros((capacity, num_actions), np.float32)
-        self.values = np.zeros(capacity, np.float32)
-        self.size = 0
-        self.next = 0  # where the next sample goes
-        self.added = 0  # samples ever added
+        self.capacity, self.size, self.next, self.added = capacity, 0, 0, 0  # next: where the next sample goes
+        for field, empty in zip(FIELDS, dataclasses.astuple(Samples.empty(observation_shape, num_actions))):
+            setattr(self, field, np.zeros((capacity, *empty.shape[1:]), empty.dtype))
 
     def add(self, samples: Samples) -> None:
         for j in range(0, len(samples), self.capacity):
-            chunk = slice(j, min(j + self.capacity, len(samples)))
-            n = chunk.stop - chunk.start
+            n = min(self.capacity, len(samples) - j)
             idx = (self.next + np.arange(n)) % self.capacity
-            self.observations[idx] = samples.observations[chunk]
-            self.masks[idx] = samples.masks[chunk]
-            self.policies[idx] = samples.policies[chunk]
-            self.values[idx] = samples.values[chunk]
+            for field in FIELDS:
+                getattr(self, field)[idx] = getattr(samples, field)[j:j + n]
             self.next = int((self.next + n) % self.capacity)
             self.size = min(self.capacity, self.size + n)
             self.added += n
 
-    def held(self) -> Samples:
-        """The samples held (views, in ring order)."""
-        n = self.size
-        return Samples(self.observations[:n], self.masks[:n], self.policies[:n], self.values[:n])
-
     def sample(self, batch_size: int, rng: np.random.Generator) -> Samples:
         """``batch_size`` samples drawn uniformly from those held."""
         idx = rng.integers(self.size, size=batch_size)
-        return Samples(self.observations[idx], self.masks[idx], self.policies[idx], self.values[idx])
+        return Samples(*(getattr(self, field)[idx] for field in FIELDS))
 
     def state(self) -> dict:
-        """Everything needed to restore the buffer (saved in checkpoints).
-
-        Stored compactly: the legal-move masks as bits and the policy targets only where a move is legal
-        (they are zero elsewhere by construction), 7x smaller than the arrays on Gardner.
-        """
+        """Everything needed to restore the buffer (saved in checkpoints): the masks as bits and the policy
+        targets only where a move is legal (zero elsewhere by construction), 7x smaller on Gardner."""
         n = self.size
         legal = self.masks[:n].astype(bool)
         policies = self.policies[:n]

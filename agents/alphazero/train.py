@@ -1,16 +1,6 @@
-"""The AlphaZero loop, for every game: self-play -> replay buffer -> training steps -> new weights, repeated.
+"""The AlphaZero loop for every game: self-play -> replay buffer -> training steps -> new weights, repeated.
 
-Read top to bottom: :class:`Config` (its parts: :class:`NetworkConfig`,
-:class:`~agents.alphazero.search.SearchConfig`, :class:`SelfPlayConfig`,
-:class:`LearningConfig`, :class:`ScaleConfig`), then :func:`train` runs
-iterations of :func:`~agents.alphazero.selfplay.play_games` and
-:func:`train_steps`, checkpointing every iteration through
-:class:`agents.runs.Run` so that ``resume=True`` continues an interrupted run
-with every finished iteration kept. The game is any name :func:`agents.games.new_game`
-knows: a chess variant or a board game. Self-play runs in this process, or with
-``scale.workers > 0`` in that many worker processes
-(:class:`~agents.alphazero.workers.SelfPlayPool`; Ray actors with
-``scale.ray_address``; a lost worker is replaced and its games replayed).
+:func:`train` runs a :class:`Config`, checkpointing every iteration so that ``resume=True`` continues a run.
 """
 
 from __future__ import annotations
@@ -25,10 +15,11 @@ from typing import Callable
 import numpy as np
 import torch
 
+from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.search import NetworkEvaluator, SearchConfig
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, symmetric_samples
-from agents.alphazero.workers import SelfPlaySchedule, check_workers, load_numpy_weights
+from agents.alphazero.workers import SelfPlaySchedule
 from agents.devices import autocast, resolve_device
 from agents.games import BOARD_GAMES, Game, new_game
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
@@ -89,14 +80,19 @@ class ScaleConfig:
     mixed_precision_search: bool = True  # bf16 autocast of the search's network calls where it pays
 
     def __post_init__(self):
-        check_workers(self.workers, self.ray_address, self.overlap)
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
+            raise ValueError(f"workers must be an integer >= 0 (0: self-play in this process), got {self.workers!r}")
+        if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
+            raise ValueError(f"ray_address must be a Ray address, \"local\" or None, got {self.ray_address!r}")
+        if self.overlap and self.workers == 0:
+            raise ValueError("overlap needs workers > 0: the games of the next iteration are played in workers")
 
 
 @dataclasses.dataclass
 class Config:
     """Everything a run needs; saved in its checkpoints."""
 
-    game: str = "3x3"  # a chess variant or a board game (agents.games.game_names)
+    game: str = "3x3"  # a chess variant or a board game (agents.games.new_game)
     run_dir: str = "runs/alphazero"
     seed: int = 0
     iterations: int = 20
@@ -177,8 +173,6 @@ def make_net(config: Config) -> PolicyValueNet:
 
 def initial_weights(config: Config, net: PolicyValueNet) -> dict:
     """The weights of the saved agent ``config.init_from``; ``ValueError`` if its game, input or network differ."""
-    from agents.alphazero.agent import AlphaZeroAgent
-
     agent = AlphaZeroAgent.load(config.init_from)
     ours = (config.game, config.network.history, config.network.last_move, net.config)
     theirs = (agent.game, agent.history, agent.last_move, agent.net.config)
@@ -201,24 +195,19 @@ def start_games(config: Config, rng: np.random.Generator) -> list[Game]:
     return starts
 
 
-def selfplay_options(config: Config) -> dict:
-    """The self-play settings that :func:`play_games` takes as keywords."""
+def self_play(config: Config, starts: list[Game], evaluator: NetworkEvaluator, rng: np.random.Generator):
+    """:func:`play_games` from ``starts`` with the run's settings, the evaluator's cache emptied (new weights)."""
+    evaluator.clear()
     s = config.selfplay
-    return {"temperature_plies": s.temperature_plies, "value_target_q": s.value_target_q,
-            "policy_target_power": s.policy_target_power}
-
-
-def mirror_permutation(game: Game) -> np.ndarray | None:
-    """The action permutation of the game's left-right mirror, or ``None`` if it has none."""
-    return next((perm for k, flip, perm in game.symmetries() if k == 0 and flip), None)
+    return play_games(starts, evaluator, config.search, rng, s.temperature_plies, s.value_target_q,
+                      s.policy_target_power)
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, batch_size: int,
                 rng: np.random.Generator, mirror_perm: np.ndarray | None, mixed_precision: bool = False) -> dict:
-    """``steps`` minibatch updates on samples drawn uniformly from the buffer, each minimising the policy
-    loss plus the value loss; their mean losses. With ``mirror_perm``, half of each batch is reflected
-    left-right. ``mixed_precision``: the forward and backward passes under bf16 autocast where it pays
-    (:func:`agents.devices.autocast`); weights, optimizer and losses stay float32."""
+    """``steps`` minibatch updates (policy loss plus value loss) on samples drawn uniformly from the buffer; their
+    mean losses. ``mixed_precision``: forward and backward under bf16 autocast where it pays (weights, optimizer
+    and losses stay float32)."""
     net.train()
     totals = {"policy_loss": 0.0, "value_loss": 0.0}
     for _ in range(steps):
@@ -227,8 +216,7 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
         if mirror_perm is not None:  # reflect half the batch left-right: files reversed, actions permuted
             flip = rng.random(len(obs)) < 0.5
             obs[flip] = obs[flip][:, :, ::-1, :]
-            masks = masks.copy()
-            policies = policies.copy()
+            masks, policies = masks.copy(), policies.copy()
             masks[flip] = masks[flip][:, mirror_perm]
             policies[flip] = policies[flip][:, mirror_perm]
         device = next(net.parameters()).device
@@ -244,8 +232,7 @@ def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int
 
 
 def load_checkpoint(run_dir: str) -> dict:
-    """The last checkpoint of the run in ``run_dir`` as :func:`train` returns it; ``ValueError`` naming
-    the problem (no checkpoint, a corrupt or foreign file)."""
+    """The run's last checkpoint as :func:`train` returns it; ``ValueError`` naming the problem."""
     found = checkpoint_dir(run_dir)
     if found is None:
         raise ValueError(f"no checkpoint in {run_dir}")
@@ -260,50 +247,20 @@ def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
     return {"config": run.settings, "iteration": run.iteration, "metrics": run.metrics, **tensors}
 
 
-def checkpoint_tensors(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, rng: np.random.Generator) -> dict:
-    """What a checkpoint holds: network, optimizer, replay buffer and both generators."""
-    return {"net_config": dataclasses.asdict(net.config), "model": {k: v.cpu() for k, v in net.state_dict().items()},
-            "optimizer": optimizer.state_dict(),
-            "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in buffer.state().items()},
-            "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
-
-
-def training_progress(run: Run, config: Config, desc: str):
-    """The loop's progress bar: in seconds of self-play and learning against ``config.hours`` when the run
-    has an hour budget (its ETA then means something), else in iterations."""
-    if config.hours is not None:
-        done = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
-        return run.progress(int(3600 * config.hours), desc, unit="s", done=int(done))
-    return run.progress(config.iterations, desc)
-
-
 def learning_rate(config: Config, iteration: int, trained_s: float) -> float:
-    """The learning rate of an iteration (1-based) that starts after ``trained_s`` seconds of self-play and
-    learning: constant, or a cosine to ``final_learning_rate`` over the hour budget (if any) or the iterations."""
+    """The learning rate of an iteration (1-based) starting after ``trained_s`` seconds of self-play and learning:
+    constant, or a cosine to ``final_learning_rate`` over the hour budget (if any) or the iterations."""
     lr = config.learning
     if lr.final_learning_rate is None:
         return lr.learning_rate
-    if config.hours is not None:
-        t = trained_s / (3600 * config.hours)
-    else:
-        t = (iteration - 1) / max(config.iterations - 1, 1)
+    hours, iterations = config.hours, config.iterations
+    t = trained_s / (3600 * hours) if hours is not None else (iteration - 1) / max(iterations - 1, 1)
     return cosine_rate(lr.learning_rate, lr.final_learning_rate, t)
 
 
-def progress_text(row: dict) -> str:
-    """An iteration's losses, speed and scores for the progress bar."""
-    return (f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, {row['positions_per_s']:.0f} pos/s"
-            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
-
-
 def train(config: Config, evaluate: Callable | None = None, resume: bool = False, verbose: bool = True) -> dict:
-    """Run (or resume) a training run; returns the final checkpoint state.
-
-    ``evaluate(net, iteration) -> dict`` is called after every iteration; its
-    numbers join the metrics (CSV, TensorBoard, checkpoint). The state:
-    ``config``, ``iteration``, ``metrics`` (one row per iteration), ``net_config``,
-    ``model``, ``optimizer``, ``buffer``, ``rng``, ``torch_rng``.
-    """
+    """Run (or resume) a training run; the final checkpoint state (:func:`load_checkpoint`). ``evaluate(net,
+    iteration) -> dict`` is called after every iteration; its numbers join the metrics."""
     if config.scale.threads:
         torch.set_num_threads(config.scale.threads)
     device = resolve_device(config.scale.device)
@@ -311,8 +268,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     budget = ("iterations", "hours") if config.learning.final_learning_rate is None else ()
     run = Run(config.run_dir, config, KIND, resume=resume, may_differ=budget + ("scale",), verbose=verbose)
     torch.manual_seed(config.seed)  # before the network is built: its initial weights come from it
-    net = make_net(config)
-    net.to(device)
+    net = make_net(config).to(device)
     game = start_game(config)
     optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning.learning_rate,
                                   weight_decay=config.learning.weight_decay)
@@ -327,17 +283,19 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
         buffer.restore({k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in saved["buffer"].items()})
         rng.bit_generator.state = saved["rng"]
         torch.set_rng_state(saved["torch_rng"])
-    mirror_perm = mirror_permutation(game) if config.learning.mirror else None
+    mirror_perm = next((perm for k, flip, perm in game.symmetries() if flip and not k and config.learning.mirror), None)
     evaluator = NetworkEvaluator(net, mixed_precision=config.scale.mixed_precision_search)
-    schedule = None
-    progress = training_progress(run, config, f"alphazero {config.game}")
-    tensors = None
+    schedule = tensors = None
+    desc = f"alphazero {config.game}"
+    trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
+    # with an hour budget the bar counts seconds of self-play and learning (its ETA then means something)
+    progress = run.progress(int(3600 * config.hours), desc, unit="s", done=int(trained_s)) \
+        if config.hours is not None else run.progress(config.iterations, desc)
     try:
         if config.scale.workers > 0:
-            schedule = SelfPlaySchedule.start(SelfPlayer, config, lambda r: start_games(config, r),
-                                              saved if run.resumed else None)
+            schedule = SelfPlaySchedule(SelfPlayer, config, lambda r: start_games(config, r),
+                                        saved if run.resumed else None)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
-            trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
             if config.hours is not None and trained_s >= config.hours * 3600:
                 break
             t0 = time.perf_counter()
@@ -345,9 +303,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             for group in optimizer.param_groups:
                 group["lr"] = rate
             if schedule is None:
-                evaluator.clear()  # new weights since the last iteration
-                samples, results = play_games(start_games(config, rng), evaluator, config.search, rng,
-                                              **selfplay_options(config))
+                samples, results = self_play(config, start_games(config, rng), evaluator, rng)
                 games_s = time.perf_counter() - t0
             else:
                 outcomes, games_s = schedule.games(net, rng)
@@ -360,16 +316,13 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             losses = train_steps(net, optimizer, buffer, steps, config.learning.batch_size, rng, mirror_perm,
                                  config.learning.mixed_precision_training)
             train_s = time.perf_counter() - t1
-            row = {
-                "iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
-                **losses, "learning_rate": rate, "selfplay_s": selfplay_s, "train_s": train_s,
-                "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
-                "games_s": games_s,
-                "positions_per_s": len(samples) / max(games_s, 1e-9),
-                "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
-                "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
-                "second_player_wins": sum(r.winner == 1 for r in results) / len(results),
-            }
+            row = {"iteration": iteration, "samples": len(samples), "buffer": buffer.size, "train_steps": steps,
+                   **losses, "learning_rate": rate, "selfplay_s": selfplay_s, "train_s": train_s,
+                   "training_s": trained_s + selfplay_s + train_s,  # self-play and learning, evaluation left out
+                   "games_s": games_s, "positions_per_s": len(samples) / max(games_s, 1e-9),
+                   "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
+                   "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
+                   "second_player_wins": sum(r.winner == 1 for r in results) / len(results)}
             if schedule is not None:
                 row["worker_restarts"] = schedule.pool.restarts
             if evaluate is not None:
@@ -378,11 +331,17 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                 row["eval_s"] = time.perf_counter() - t2
             run.state.iteration = iteration
             run.state.env_steps += len(samples)
-            tensors = {**checkpoint_tensors(net, optimizer, buffer, rng),
+            tensors = {"net_config": dataclasses.asdict(net.config),
+                       "model": {k: v.cpu() for k, v in net.state_dict().items()}, "optimizer": optimizer.state_dict(),
+                       "buffer": {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                                  for k, v in buffer.state().items()},
+                       "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
                        **(schedule.checkpoint() if schedule is not None else {})}
             run.save(row, tensors)
-            # a run bounded by hours counts its bar in seconds of self-play and learning, else in iterations
-            progress.update(int(row["training_s"]) if progress.unit == "s" else iteration, progress_text(row))
+            trained_s += selfplay_s + train_s
+            progress.update(int(row["training_s"]) if progress.unit == "s" else iteration,
+                            f"loss {row['policy_loss']:.3f}/{row['value_loss']:.3f}, {row['positions_per_s']:.0f} pos/s"
+                            + "".join(f", {k} {v:.3f}" for k, v in row.items() if k.startswith("score_")))
     finally:
         progress.close()
         run.close()
@@ -390,12 +349,11 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             schedule.pool.stop()
     if tensors is None:  # nothing left to run: the last checkpoint
         return load_checkpoint(run.run_dir)
-    return {"config": run.state.settings, "iteration": run.state.iteration, "metrics": run.state.metrics, **tensors}
+    return _checkpoint_state(run.state, tensors, run.run_dir)
 
 
 class SelfPlayer:
-    """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): plays a share of an
-    iteration's games on the CPU with the weights it is sent."""
+    """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): a share of an iteration's games."""
 
     def __init__(self, settings: dict):
         self.config = Config.from_dict(settings)
@@ -403,17 +361,13 @@ class SelfPlayer:
         self.evaluator = NetworkEvaluator(self.net, mixed_precision=self.config.scale.mixed_precision_search)
 
     def play(self, weights: dict, starts: list[Game], seed: int) -> tuple[Samples, list]:
-        load_numpy_weights(self.net, weights)
-        self.evaluator.clear()
-        return play_games(starts, self.evaluator, self.config.search, np.random.default_rng(seed),
-                          **selfplay_options(self.config))
+        self.net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
+        return self_play(self.config, starts, self.evaluator, np.random.default_rng(seed))
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",
                 move_choice: str | None = None) -> str:
     """Save the run's network as an agent (``agents.load(run_dir + "/agent")``)."""
-    from agents.alphazero.agent import AlphaZeroAgent
-
     agent = AlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name, move_choice=move_choice)
     path = os.path.join(run_dir, "agent")
     agent.save(path)

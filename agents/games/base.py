@@ -1,23 +1,19 @@
-"""The one game interface every learner, search and arena plays through.
-
-A :class:`Game` is one position of a two-player, zero-sum, turn-based game
-that can copy itself, list its legal actions, take an action, and say when the
-game is over and who won. Players are numbered 0 (moves first) and 1.
-:class:`GridGame` holds what games of marks on a grid share (Tic-Tac-Toe,
-Connect Four): a board list, Zobrist keys and the winning lines.
-"""
+"""The one game interface every learner, search and arena plays through: :class:`Game`, a position of a
+two-player, zero-sum, turn-based game (players 0, who moves first, and 1), and :class:`GridGame` for marks on a
+grid (Tic-Tac-Toe, Connect Four)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+
+from agents.base import Agent
 
 
 class Game:
-    """One position of a two-player zero-sum game, changed in place by :meth:`step`.
-
-    Subclasses set ``name``, ``num_actions`` and ``observation_shape`` and write
-    the methods that raise ``NotImplementedError`` here.
-    """
+    """One position of a two-player zero-sum game, changed in place by :meth:`step`; subclasses set ``name``,
+    ``num_actions`` and ``observation_shape`` and write the methods that raise ``NotImplementedError`` here."""
 
     name: str
     num_actions: int
@@ -87,9 +83,8 @@ class Game:
         return [(0, False, np.arange(cls.num_actions))]
 
     def tree_root(self) -> tuple[dict, object]:
-        """How the search tree holds this game: ``_core.Search``'s keyword arguments and the root to set.
-        A Python game is kept as a copy at the root (``rules=None``); chess variants override this
-        so that the tree plays their moves in C."""
+        """``_core.Search``'s keyword arguments and the root to set: a copy of a Python game (``rules=None``);
+        chess variants override this so that the tree plays their moves in C."""
         return {"rules": None}, self.copy()
 
 
@@ -109,22 +104,19 @@ def play(game_class, actions) -> Game:
 
 def zobrist_keys(cells: int, seed: int) -> list[list[int]]:
     """Fixed 64-bit random numbers per (cell, player): keys that are the same in every process."""
-    rng = np.random.default_rng(seed)
-    table = rng.integers(0, 2**63, size=(cells, 2), dtype=np.int64)
+    table = np.random.default_rng(seed).integers(0, 2**63, size=(cells, 2), dtype=np.int64)
     return [[int(a) * 2 + 1, int(b) * 2] for a, b in table]
 
 
 def winning_lines(height: int, width: int, length: int) -> list[list[tuple[int, ...]]]:
     """For every cell, the winning lines (``length`` in a row, any direction) that pass through it."""
     through: list[list[tuple[int, ...]]] = [[] for _ in range(height * width)]
-    for r in range(height):
-        for c in range(width):
-            for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1)):
-                cells = [(r + i * dr, c + i * dc) for i in range(length)]
-                if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
-                    line = tuple(rr * width + cc for rr, cc in cells)
-                    for cell in line:
-                        through[cell].append(line)
+    for r, c, (dr, dc) in itertools.product(range(height), range(width), ((0, 1), (1, 0), (1, 1), (-1, 1))):
+        cells = [(r + i * dr, c + i * dc) for i in range(length)]
+        if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
+            line = tuple(rr * width + cc for rr, cc in cells)
+            for cell in line:
+                through[cell].append(line)
     return through
 
 
@@ -135,20 +127,22 @@ class GridGame(Game):
 
     height: int
     width: int
+    title: str  # in error messages
+    gravity = False  # True: an action is a column, its mark falls to the lowest empty cell
     lines: list  # per cell, the winning lines through it
     zobrist: list
 
     __slots__ = ("board", "moves", "result", "hash")
 
+    def __init_subclass__(cls, length: int, zobrist_seed: int):
+        """A game of ``length`` in a row on its ``height`` x ``width`` grid."""
+        cls.observation_shape = (cls.height, cls.width, 2)
+        cls.lines = winning_lines(cls.height, cls.width, length)
+        cls.zobrist = zobrist_keys(cls.height * cls.width, zobrist_seed)
+
     def __init__(self):
         self.board = [0] * (self.height * self.width)
-        self.moves = 0
-        self.result = None
-        self.hash = 0
-
-    @property
-    def observation_shape(self) -> tuple[int, int, int]:
-        return (self.height, self.width, 2)
+        self.moves, self.result, self.hash = 0, None, 0
 
     def copy(self):
         other = object.__new__(type(self))
@@ -168,6 +162,41 @@ class GridGame(Game):
 
     def winner(self) -> int | None:
         return None if self.result is None or self.result < 0 else self.result
+
+    def legal_actions(self) -> list[int]:
+        # an action's cell (with gravity: its column's top cell) is empty
+        return [] if self.result is not None else [a for a in range(self.num_actions) if not self.board[a]]
+
+    def step(self, action: int) -> None:
+        if self.result is not None:
+            raise ValueError(f"{self!r}: the game is over")
+        if not (0 <= action < self.num_actions) or self.board[action]:
+            raise ValueError(f"illegal {self.title} action {action!r} in {self!r}")
+        board, cell = self.board, action
+        while self.gravity and cell + self.width < len(board) and not board[cell + self.width]:
+            cell += self.width
+        player = self.moves & 1
+        mark = player + 1
+        board[cell] = mark
+        self.hash ^= self.zobrist[cell][player]
+        self.moves += 1
+        for line in self.lines[cell]:
+            for c in line:
+                if board[c] != mark:
+                    break
+            else:
+                self.result = player
+                return
+        if self.moves == len(board):
+            self.result = -1
+
+    @classmethod
+    def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
+        """The square's eight (four turns, with and without a reflection); with gravity, the identity and the
+        left-right mirror."""
+        actions = np.arange(cls.num_actions).reshape(-1, cls.width)
+        return [(k, flip, np.rot90(np.fliplr(actions) if flip else actions, k).ravel().copy())
+                for flip in (False, True) for k in range(1 if cls.gravity else 4)]
 
     def observation(self) -> np.ndarray:
         b = np.frombuffer(bytes(self.board), np.int8).reshape(self.height, self.width)
@@ -200,23 +229,33 @@ class GridGame(Game):
             game.result = -1
         return game
 
-    def _place(self, cell: int) -> None:
-        player = self.moves & 1
-        mark = player + 1
-        self.board[cell] = mark
-        self.hash ^= self.zobrist[cell][player]
-        self.moves += 1
-        board = self.board
-        for line in self.lines[cell]:
-            for c in line:
-                if board[c] != mark:
-                    break
-            else:
-                self.result = player
-                return
-        if self.moves == len(board):
-            self.result = -1
-
     def __repr__(self) -> str:
         rows = ["".join(".XO"[v] for v in self.board[r * self.width:(r + 1) * self.width]) for r in range(self.height)]
         return f"{type(self).__name__}({'/'.join(rows)})"
+
+
+class Judge(Agent):
+    """An agent playing a best-scored action (:meth:`scores`) in ``act``'s position (or the game PettingZoo's
+    observation shows), ties broken by its own generator, ``new_rng(seed)`` (``reset(seed)`` reseeds)."""
+
+    game_class: type[GridGame]
+    new_rng = staticmethod(np.random.default_rng)
+
+    def __init__(self, seed: int = 0):
+        self.rng = self.new_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = self.new_rng(seed)
+
+    def act(self, observation, action_mask, position=None) -> int:
+        return self.choose(self.game_class.from_observation(observation) if position is None else position)
+
+    def choose(self, game: GridGame) -> int:
+        scores = self.scores(game)
+        best = max(scores.values())
+        return int(self.rng.choice(sorted(a for a, s in scores.items() if s == best)))
+
+    def scores(self, game: GridGame) -> dict[int, int]:
+        """Each legal action's score for the player to move, higher is better."""
+        raise NotImplementedError

@@ -1,9 +1,5 @@
-"""Our chess variants as a :class:`~agents.games.Game`: a :class:`~minichess_envs.engine.Position`
-with its observation encoding and a ply limit (reaching it ends the game drawn).
-
-The search tree plays a chess game's moves in C (:meth:`ChessGame.tree_root`),
-so that only the network's calls leave C.
-"""
+"""Our chess variants as a :class:`~agents.games.Game`: a :class:`~minichess_envs.engine.Position` with its
+observation encoding and a ply limit (reaching it ends the game drawn); the search plays their moves in C."""
 
 from __future__ import annotations
 
@@ -26,6 +22,8 @@ class ChessGame(Game):
         self.position = position
         self.encoding = encoding or ObservationEncoding(position.variant)
         self.ply_limit = position.variant.ply_limit if ply_limit is None else ply_limit
+        self.name, self.num_actions = position.variant.name, position.variant.num_actions
+        self.observation_shape = self.encoding.shape
 
     @classmethod
     def start(cls, variant: str, history: int = 1, last_move: bool = False, ply_limit: int | None = None,
@@ -33,18 +31,6 @@ class ChessGame(Game):
         """The variant's start position (or ``fen``), observed with ``history`` boards and ``last_move`` planes."""
         v = get_variant(variant)
         return cls(Position(v, fen) if fen else Position(v), ObservationEncoding(v, history, last_move), ply_limit)
-
-    @property
-    def name(self) -> str:
-        return self.position.variant.name
-
-    @property
-    def num_actions(self) -> int:
-        return self.position.variant.num_actions
-
-    @property
-    def observation_shape(self) -> tuple[int, int, int]:
-        return self.encoding.shape
 
     def copy(self) -> ChessGame:
         return ChessGame(self.position.copy(), self.encoding, self.ply_limit)
@@ -62,7 +48,6 @@ class ChessGame(Game):
         if plies > 0:
             return super().random_start(rng, plies)
         from minichess_envs.positions import random_position
-
         return ChessGame(random_position(self.position.variant, rng), self.encoding, self.ply_limit)
 
     def legal_actions(self) -> list[int]:

@@ -1,10 +1,6 @@
-"""Connect Four (PettingZoo ``connect_four_v3``) as a :class:`~agents.games.Game`, and its judges.
-
-Action = column 0..6; the board's row 0 is the top. Judges, agents like any other
-(the arena plays them): :class:`ConnectFourSolver`, the perfect solver ``bitbully``
-(optional extra ``[games]``), and :class:`ConnectFourAlphaBeta`, a depth-limited
-alpha-beta on bitboards with a threat-counting heuristic; :func:`judged_sample`,
-the solver-judged positions the experiments score agents on.
+"""Connect Four (PettingZoo ``connect_four_v3``; action = column 0..6, row 0 the top) and its judges, agents
+like any other: :class:`ConnectFourSolver` (``bitbully``, extra ``[games]``) and :class:`ConnectFourAlphaBeta`;
+:func:`judged_sample`, the solver-judged positions the experiments score agents on.
 """
 
 from __future__ import annotations
@@ -14,44 +10,22 @@ from typing import Callable
 
 import numpy as np
 
-from agents.base import Agent
-from agents.games.base import GridGame, winning_lines, zobrist_keys
+from agents.games.base import GridGame, Judge
 
 
-class ConnectFour(GridGame):
+class ConnectFour(GridGame, length=4, zobrist_seed=4):
     """Four in a row on 6 rows and 7 columns; a mark falls to the lowest empty cell of its column."""
 
     height, width = 6, 7
+    title = "Connect Four"
+    gravity = True
     num_actions = 7
     name = "connect_four"
-    lines = winning_lines(6, 7, 4)
-    zobrist = zobrist_keys(42, 4)
     __slots__ = ()
-
-    def legal_actions(self) -> list[int]:
-        if self.result is not None:
-            return []
-        return [c for c in range(7) if self.board[c] == 0]
-
-    def step(self, action: int) -> None:
-        if self.result is not None:
-            raise ValueError(f"{self!r}: the game is over")
-        if not (0 <= action < 7) or self.board[action]:
-            raise ValueError(f"illegal Connect Four action {action!r} in {self!r}")
-        cell = 35 + action
-        while self.board[cell]:
-            cell -= 7
-        self._place(cell)
-
-    @classmethod
-    def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
-        """The identity and the left-right mirror (columns reversed)."""
-        return [(0, False, np.arange(7)), (0, True, np.arange(7)[::-1].copy())]
 
 
 H1 = 7  # bits per column: 6 cells and a sentinel
-BOTTOM = sum(1 << (c * H1) for c in range(7))
-BOARD = BOTTOM * ((1 << 6) - 1)
+BOARD = sum(0b111111 << (c * H1) for c in range(7))
 CENTER = 0b111111 << (3 * H1)
 ORDER = (3, 2, 4, 1, 5, 0, 6)  # centre first: better cut-offs, and the ties the root breaks
 WIN = 1_000_000
@@ -141,27 +115,11 @@ def alpha_beta_values(game: ConnectFour, depth: int, exact: bool = False) -> dic
     return out
 
 
-class ConnectFourJudge(Agent):
-    """A Connect Four agent choosing by :meth:`choose` on the game (``act``'s position, or the game
-    PettingZoo's observation shows), ties broken by its own generator, seeded (``reset(seed)`` reseeds)."""
-
-    def __init__(self, seed: int = 0):
-        self.rng = random.Random(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = random.Random(seed)
-
-    def act(self, observation, action_mask, position=None) -> int:
-        return self.choose(ConnectFour.from_observation(observation) if position is None else position)
-
-    def choose(self, game: ConnectFour) -> int:
-        raise NotImplementedError
-
-
-class ConnectFourAlphaBeta(ConnectFourJudge):
+class ConnectFourAlphaBeta(Judge):
     """Depth-limited alpha-beta (negamax) with :func:`heuristic`; ties between the best columns
     broken at random (seeded), so that games against a deterministic player differ."""
+
+    game_class, new_rng = ConnectFour, random.Random
 
     def __init__(self, depth: int = 4, seed: int = 0):
         if depth < 1:
@@ -170,15 +128,15 @@ class ConnectFourAlphaBeta(ConnectFourJudge):
         self.depth = depth
         self.name = f"alpha-beta depth {depth}"
 
-    def choose(self, game: ConnectFour) -> int:
-        values = alpha_beta_values(game, self.depth)
-        best = max(values.values())
-        return self.rng.choice(sorted(c for c, v in values.items() if v == best))
+    def scores(self, game: ConnectFour) -> dict[int, int]:
+        return alpha_beta_values(game, self.depth)
 
 
-class ConnectFourSolver(ConnectFourJudge):
+class ConnectFourSolver(Judge):
     """bitbully (``pip install bitbully``, extra ``[games]``): exact move scores, and a perfect
     player that breaks ties between equally scored columns at random (seeded)."""
+
+    game_class, new_rng = ConnectFour, random.Random
 
     def __init__(self, seed: int = 0):
         try:
@@ -191,26 +149,16 @@ class ConnectFourSolver(ConnectFourJudge):
         self.engine = bitbully.BitBully()
         self.name = "perfect solver (bitbully)"
 
-    def board(self, game: ConnectFour):
-        return self.bitbully.Board.from_array([game.board[r * 7:(r + 1) * 7] for r in range(6)])
-
     def scores(self, game: ConnectFour) -> dict[int, int]:
         """bitbully's score of every legal column: > 0 the player to move wins (sooner: larger), 0 draw, < 0 loses."""
         if game.is_over():
             raise ValueError(f"{game!r}: the game is over")
-        return {int(c): int(s) for c, s in self.engine.score_all_moves(self.board(game)).items()}
+        board = self.bitbully.Board.from_array([game.board[r * 7:(r + 1) * 7] for r in range(6)])
+        return {int(c): int(s) for c, s in self.engine.score_all_moves(board).items()}
 
     def move_values(self, game: ConnectFour) -> dict[int, int]:
         """Each legal column's value class: 1 win, 0 draw, -1 loss."""
         return {c: int(np.sign(s)) for c, s in self.scores(game).items()}
-
-    def value(self, game: ConnectFour) -> int:
-        return max(self.move_values(game).values())
-
-    def choose(self, game: ConnectFour) -> int:
-        scores = self.scores(game)
-        best = max(scores.values())
-        return self.rng.choice(sorted(c for c, s in scores.items() if s == best))
 
 
 def sample_positions(count: int, seed: int = 0, depth: int = 2, epsilon: float = 0.3) -> list[ConnectFour]:
@@ -231,7 +179,6 @@ def sample_positions(count: int, seed: int = 0, depth: int = 2, epsilon: float =
     keys = sorted(seen)
     picked = rng.choice(len(keys), size=count, replace=False)
     return [seen[keys[i]] for i in sorted(picked)]
-
 
 
 def judged_sample(count: int, seed: int = 0,

@@ -1,49 +1,21 @@
-"""Tic-Tac-Toe (PettingZoo ``tictactoe_v3``) as a :class:`~agents.games.Game`, and its exact judge.
-
-Action = square index 0..8 of PettingZoo's board list (observation ``[r, c]`` is
-square ``3 r + c``). :func:`solve_tictactoe` is our own exhaustive minimax over
-every position reachable from the empty board (5,478 of them);
-:class:`TicTacToeSolver` plays by it, an agent like any other.
-"""
+"""Tic-Tac-Toe (PettingZoo ``tictactoe_v3``; action = square ``3 r + c``) and its exact judge: :func:`solve_tictactoe`
+solves all 5,478 positions reachable from the empty board, :class:`TicTacToeSolver` plays by it."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
-from agents.base import Agent
-from agents.games.base import GridGame, terminal_value, winning_lines, zobrist_keys
+from agents.games.base import GridGame, Judge, terminal_value
 
 
-class TicTacToe(GridGame):
+class TicTacToe(GridGame, length=3, zobrist_seed=3):
     """Three in a row on a 3x3 board; the first player marks 1, the second 2."""
 
     height = width = 3
+    title = "Tic-Tac-Toe"
     num_actions = 9
     name = "tictactoe"
-    lines = winning_lines(3, 3, 3)
-    zobrist = zobrist_keys(9, 3)
     __slots__ = ()
-
-    def legal_actions(self) -> list[int]:
-        if self.result is not None:
-            return []
-        return [i for i, v in enumerate(self.board) if v == 0]
-
-    def step(self, action: int) -> None:
-        if self.result is not None:
-            raise ValueError(f"{self!r}: the game is over")
-        if not (0 <= action < 9) or self.board[action]:
-            raise ValueError(f"illegal Tic-Tac-Toe action {action!r} in {self!r}")
-        self._place(action)
-
-    @classmethod
-    def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
-        """The square's eight: four turns, with and without a reflection."""
-        cells = np.arange(9).reshape(3, 3)
-        return [(k, flip, np.rot90(np.fliplr(cells) if flip else cells, k).ravel().copy())
-                for flip in (False, True) for k in range(4)]
 
 
 @dataclasses.dataclass
@@ -92,22 +64,15 @@ def solve_tictactoe() -> TicTacToeTable:
     return TicTacToeTable(values, games)
 
 
-class TicTacToeSolver(Agent):
-    """A perfect player: a best move by the solved table (default: :func:`solve_tictactoe`), ties
-    broken at random by its own generator, seeded (``reset(seed)`` reseeds)."""
+class TicTacToeSolver(Judge):
+    """A perfect player: a best move by the solved table (default: :func:`solve_tictactoe`), ties at random."""
 
     name = "perfect minimax"
+    game_class = TicTacToe
 
     def __init__(self, table: TicTacToeTable | None = None, seed: int = 0):
         self.table = table or solve_tictactoe()
-        self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
 
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-
-    def act(self, observation, action_mask, position=None) -> int:
-        game = TicTacToe.from_observation(observation) if position is None else position
-        values = self.table.move_values(game)
-        best = max(values.values())
-        return int(self.rng.choice([a for a, v in values.items() if v == best]))
+    def scores(self, game: TicTacToe) -> dict[int, int]:
+        return self.table.move_values(game)
