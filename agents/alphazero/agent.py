@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from agents.alphazero.network import NetConfig, PolicyValueNet
-from agents.alphazero.search import NetworkEvaluator, SearchConfig, search
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number, search
 from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
 from agents.games import BOARD_GAMES, ChessGame, Game, new_game
 from agents.weights import load_network, save_network
@@ -29,8 +29,7 @@ class AlphaZeroAgent(Agent):
         if (c.height, c.width, c.channels_in, c.num_actions) != (*probe.observation_shape, probe.num_actions):
             raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
                              f"does not fit {game} with observations {probe.observation_shape}")
-        if not isinstance(simulations, int) or isinstance(simulations, bool) or simulations < 0:
-            raise ValueError(f"simulations must be an integer >= 0, got {simulations!r}")
+        check_number("simulations", simulations, 0, kind=int)
         self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
         self.simulations = simulations
         self.evaluator = NetworkEvaluator(self.net)

@@ -35,39 +35,28 @@ class TablebaseEvaluation:
         self.probes = probe_targets(tablebase)
         self.probe_positions = {name: tablebase.position(tablebase.index(p["fen"])) for name, p in self.probes.items()}
 
-    def policy_and_values(self, net) -> tuple[np.ndarray, np.ndarray]:
-        """Masked argmax of the policy and the value head over every non-terminal position."""
-        evaluator = NetworkEvaluator(net)
-        actions, values = [], []
-        for start in range(0, len(self.rows), self.batch_size):
-            chunk = slice(start, start + self.batch_size)
-            priors, v = evaluator.evaluate(self.observations[chunk], self.masks[chunk])
-            actions.append(priors.argmax(1))
-            values.append(v)
-        return np.concatenate(actions), np.concatenate(values)
-
-    def search_actions(self, net, which: np.ndarray) -> np.ndarray:
-        """The move a search chooses from each position in ``which`` (indices into the rows)."""
-        evaluator = NetworkEvaluator(net)
-        out = []
-        for start in range(0, len(which), 512):
-            positions = [self.positions[k] for k in which[start:start + 512]]
-            out.append(search(chess_games(positions, self.encoding), evaluator, self.search).actions)
-        return np.concatenate(out) if out else np.zeros(0, np.int64)
-
     def rates(self, kind: str, actions: np.ndarray, which: np.ndarray) -> dict:
         return {f"score_{kind}_value_preserving": float(self.preserving[which, actions].mean()),
                 f"score_{kind}_dtm_optimal": float(self.fastest[which, actions].mean())}
 
     def __call__(self, net, iteration=None, full_search: bool = False) -> dict:
-        everything = np.arange(len(self.rows))
-        actions, values = self.policy_and_values(net)
-        which = everything if full_search else self.sample
+        evaluator = NetworkEvaluator(net)
+        actions, values = [], []  # the raw policy's masked argmax and the value head, on every position
+        for start in range(0, len(self.rows), self.batch_size):
+            priors, v = evaluator.evaluate(self.observations[start:start + self.batch_size],
+                                           self.masks[start:start + self.batch_size])
+            actions.append(priors.argmax(1))
+            values.append(v)
+        values = np.concatenate(values)
+        which = np.arange(len(self.rows)) if full_search else self.sample
+        searched = [np.zeros(0, np.int64)]  # the search's move from each position in ``which``
+        for start in range(0, len(which), 512):
+            positions = [self.positions[k] for k in which[start:start + 512]]
+            searched.append(search(chess_games(positions, self.encoding), evaluator, self.search).actions)
         predicted = np.where(np.abs(values) < 0.5, 0, np.sign(values))
-        searched = self.search_actions(net, which)
-        return {**self.rates("policy", actions, everything), **self.rates("mcts", searched, which),
-                "mcts_positions": len(which), "value_match": float(np.mean(predicted == self.values)),
-                **self.probe(net)}
+        return {**self.rates("policy", np.concatenate(actions), np.arange(len(self.rows))),
+                **self.rates("mcts", np.concatenate(searched), which), "mcts_positions": len(which),
+                "value_match": float(np.mean(predicted == self.values)), **self.probe(net)}
 
     def probe(self, net) -> dict:
         """Value head, and the policy's probability of each move class, on the probe positions."""

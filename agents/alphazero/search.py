@@ -18,6 +18,21 @@ MOVE_CHOICES = {"visits": "the most visited move",  # SearchConfig.move_choice, 
                 "lcb": "the move with the best lower confidence bound on its value (KataGo)"}
 
 
+def check_number(name: str, value, low, high=None, kind=float) -> None:
+    """``ValueError`` unless ``value`` is a finite number (an integer if ``kind=int``), not a bool, in [low, high]."""
+    top = sys.float_info.max if high is None else high  # NaN and infinities fail
+    if isinstance(value, bool) or not isinstance(value, (kind, int)) or not low <= value <= top:
+        what = "an integer" if kind is int else "a number" if high is not None else "a finite number"
+        raise ValueError(f"{name} must be {what} " + (f">= {low}" if high is None else f"in [{low}, {high}]")
+                         + f", got {value!r}")
+
+
+def check_choice(name: str, value, choices) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+
+
 @dataclasses.dataclass
 class SearchConfig:
     """Search settings. ``root="puct"``: AlphaZero's (``c_puct``, ``fpu``, Dirichlet noise in self-play, visit-share
@@ -40,23 +55,14 @@ class SearchConfig:
     lcb_min_share: float = 0.15  # lcb: the share of the most visited move's visits a move needs (KataGo: 0.15)
 
     def __post_init__(self):
-        if self.root not in ROOTS:
-            raise ValueError(f"SearchConfig.root must be one of {', '.join(ROOTS)}, got {self.root!r}")
+        check_choice("SearchConfig.root", self.root, ROOTS)
         for name in ("simulations", "gumbel_considered", "leaves_per_tree"):
-            value = getattr(self, name)
-            low = 0 if name == "simulations" else 1
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= 10**6:
-                raise ValueError(f"SearchConfig.{name} must be an integer in [{low}, 1000000], got {value!r}")
+            check_number(f"SearchConfig.{name}", getattr(self, name), 0 if name == "simulations" else 1, 10**6, int)
         for name in ("c_puct", "discount", "dirichlet_alpha", "dirichlet_epsilon", "c_visit", "c_scale",
-                     "lcb_stdevs", "lcb_min_share", "fpu"):
-            value = getattr(self, name)
-            low, high = (-1, 1) if name == "fpu" else (0, sys.float_info.max)  # NaN and infinities fail
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                what = "a number in [-1, 1]" if name == "fpu" else "a finite number >= 0"
-                raise ValueError(f"SearchConfig.{name} must be {what}, got {value!r}")
-        if self.move_choice not in MOVE_CHOICES:
-            raise ValueError(f"SearchConfig.move_choice must be one of {', '.join(MOVE_CHOICES)}, "
-                             f"got {self.move_choice!r}")
+                     "lcb_stdevs", "lcb_min_share"):
+            check_number(f"SearchConfig.{name}", getattr(self, name), 0)
+        check_number("SearchConfig.fpu", self.fpu, -1, 1)
+        check_choice("SearchConfig.move_choice", self.move_choice, MOVE_CHOICES)
         if self.move_choice != "visits" and self.root != "puct":
             raise ValueError(f"SearchConfig.move_choice={self.move_choice!r} is PUCT's: root={self.root!r} "
                              "plays the move its search chose")

@@ -47,11 +47,10 @@ class GameResult:
 def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: np.random.Generator,
                temperature_plies: int = 8, value_target_q: float = 0.0,
                policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
-    """One self-play game from each start (copies are played), in lockstep, one noisy search of all per move.
-
-    PUCT samples by the visits for ``temperature_plies`` plies (:attr:`Game.plies`), then plays the most visited;
-    Gumbel, the search's choice. Targets: the search's policy (or visits ** ``policy_target_power``), and the
-    game's result mixed with weight ``value_target_q`` with the search's value (the mean Q)."""
+    """One self-play game from each start (copies are played), in lockstep, one noisy search of all per move: PUCT
+    samples by the visits for ``temperature_plies`` plies (:attr:`Game.plies`), then plays the most visited; Gumbel,
+    the search's choice. Targets: the search's policy (or visits ** ``policy_target_power``), and the game's result
+    mixed with weight ``value_target_q`` with the search's value (the mean Q)."""
     gumbel = search_config.root == "gumbel"
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value)

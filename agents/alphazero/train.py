@@ -1,7 +1,5 @@
-"""The AlphaZero loop for every game: self-play -> replay buffer -> training steps -> new weights, repeated.
-
-:func:`train` runs a :class:`Config`, checkpointing every iteration so that ``resume=True`` continues a run.
-"""
+"""The AlphaZero loop for every game (self-play, replay buffer, training steps, repeated): :func:`train` runs a
+:class:`Config`, checkpointing every iteration so that ``resume=True`` continues a run."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ import torch
 
 from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
-from agents.alphazero.search import NetworkEvaluator, SearchConfig
+from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number
 from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, symmetric_samples
 from agents.alphazero.workers import SelfPlaySchedule
 from agents.devices import autocast, resolve_device
@@ -29,8 +27,7 @@ KIND = "alphazero"  # the checkpoints' kind
 
 @dataclasses.dataclass
 class NetworkConfig:
-    """The residual policy-value network (:class:`~agents.alphazero.network.NetConfig`) and, for chess
-    variants, what its input shows (:class:`~minichess_envs.encoding.ObservationEncoding`)."""
+    """The residual network (:class:`~agents.alphazero.network.NetConfig`) and what chess variants show it."""
 
     blocks: int = 4
     channels: int = 64
@@ -80,8 +77,7 @@ class ScaleConfig:
     mixed_precision_search: bool = True  # bf16 autocast of the search's network calls where it pays
 
     def __post_init__(self):
-        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
-            raise ValueError(f"workers must be an integer >= 0 (0: self-play in this process), got {self.workers!r}")
+        check_number("ScaleConfig.workers", self.workers, 0, kind=int)
         if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
             raise ValueError(f"ray_address must be a Ray address, \"local\" or None, got {self.ray_address!r}")
         if self.overlap and self.workers == 0:
@@ -150,8 +146,7 @@ def start_game(config: Config, fen: str | None = None) -> Game:
 
 
 def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulations: int = 48, **changes) -> Config:
-    """The Gardner settings of experiments/alphazero_gardner.py and supervised_gardner.py, with ``changes``
-    (:func:`with_changes`)."""
+    """The Gardner settings of experiments/alphazero_gardner.py and supervised_gardner.py, with ``changes``."""
     return with_changes(Config(
         game="gardner", run_dir=run_dir, iterations=iterations,
         network=NetworkConfig(blocks=3, channels=48, policy_channels=8),
@@ -183,8 +178,7 @@ def initial_weights(config: Config, net: PolicyValueNet) -> dict:
 
 
 def start_games(config: Config, rng: np.random.Generator) -> list[Game]:
-    """An iteration's starts: the game's start (or the configured FENs in turn), and for
-    ``random_start_fraction`` of the games a random start (:meth:`Game.random_start`)."""
+    """An iteration's starts: the game's (or the FENs in turn), for ``random_start_fraction`` a random one."""
     s = config.selfplay
     starts = []
     for k in range(s.games_per_iteration):
@@ -205,9 +199,8 @@ def self_play(config: Config, starts: list[Game], evaluator: NetworkEvaluator, r
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, batch_size: int,
                 rng: np.random.Generator, mirror_perm: np.ndarray | None, mixed_precision: bool = False) -> dict:
-    """``steps`` minibatch updates (policy loss plus value loss) on samples drawn uniformly from the buffer; their
-    mean losses. ``mixed_precision``: forward and backward under bf16 autocast where it pays (weights, optimizer
-    and losses stay float32)."""
+    """``steps`` minibatch updates on samples drawn uniformly from the buffer; their mean losses. ``mixed_precision``:
+    forward and backward under bf16 autocast where it pays (weights, optimizer and losses stay float32)."""
     net.train()
     totals = {"policy_loss": 0.0, "value_loss": 0.0}
     for _ in range(steps):
@@ -250,11 +243,10 @@ def _checkpoint_state(run: RunState, tensors: dict, where: str) -> dict:
 def learning_rate(config: Config, iteration: int, trained_s: float) -> float:
     """The learning rate of an iteration (1-based) starting after ``trained_s`` seconds of self-play and learning:
     constant, or a cosine to ``final_learning_rate`` over the hour budget (if any) or the iterations."""
-    lr = config.learning
+    lr, hours = config.learning, config.hours
     if lr.final_learning_rate is None:
         return lr.learning_rate
-    hours, iterations = config.hours, config.iterations
-    t = trained_s / (3600 * hours) if hours is not None else (iteration - 1) / max(iterations - 1, 1)
+    t = trained_s / (3600 * hours) if hours is not None else (iteration - 1) / max(config.iterations - 1, 1)
     return cosine_rate(lr.learning_rate, lr.final_learning_rate, t)
 
 
@@ -286,8 +278,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     mirror_perm = next((perm for k, flip, perm in game.symmetries() if flip and not k and config.learning.mirror), None)
     evaluator = NetworkEvaluator(net, mixed_precision=config.scale.mixed_precision_search)
     schedule = tensors = None
-    desc = f"alphazero {config.game}"
-    trained_s = sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
+    desc, trained_s = f"alphazero {config.game}", sum(m["selfplay_s"] + m["train_s"] for m in run.state.metrics)
     # with an hour budget the bar counts seconds of self-play and learning (its ETA then means something)
     progress = run.progress(int(3600 * config.hours), desc, unit="s", done=int(trained_s)) \
         if config.hours is not None else run.progress(config.iterations, desc)
@@ -356,11 +347,13 @@ class SelfPlayer:
     """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): a share of an iteration's games."""
 
     def __init__(self, settings: dict):
+        torch.set_num_threads(1)  # one process per core
         self.config = Config.from_dict(settings)
         self.net = make_net(self.config)
         self.evaluator = NetworkEvaluator(self.net, mixed_precision=self.config.scale.mixed_precision_search)
 
-    def play(self, weights: dict, starts: list[Game], seed: int) -> tuple[Samples, list]:
+    def play(self, weights: dict, job: tuple[list[Game], int]) -> tuple[Samples, list]:
+        starts, seed = job
         self.net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
         return self_play(self.config, starts, self.evaluator, np.random.default_rng(seed))
 

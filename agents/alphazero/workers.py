@@ -1,7 +1,7 @@
 """Self-play in worker processes (local, or Ray actors): one share of an iteration's games per worker, each
 with its own seed (:func:`share_jobs`), so a run is the same for a given number of workers and a share replayed
 after its worker was lost gives the same games. A worker builds ``make_player(settings)`` once (importable at
-module level) and calls ``player.play(weights, *job)``, ``weights`` a state dict of numpy arrays."""
+module level) and calls ``player.play(weights, job)``, ``weights`` a state dict of numpy arrays."""
 
 from __future__ import annotations
 
@@ -26,10 +26,9 @@ def share_jobs(items: Sequence, workers: int, rng: np.random.Generator) -> list[
 
 
 class SelfPlaySchedule:
-    """A loop's self-play on a new :class:`SelfPlayPool` of ``make_player(asdict(config))``; ``draw_items(rng)``
-    draws an iteration's starts. With ``overlap`` the next iteration's games are submitted as soon as this one's
-    are collected (played with weights one iteration old while the learner trains); games in flight are
-    checkpointed (:meth:`checkpoint`) and ``saved``'s submitted again, so a resumed run goes on as if never cut."""
+    """A loop's self-play on a :class:`SelfPlayPool` of ``make_player(asdict(config))``, the starts from
+    ``draw_items(rng)``. With ``overlap`` the next iteration's games are submitted as soon as this one's are
+    collected; games in flight are checkpointed and ``saved``'s submitted again, as if the run was never cut."""
 
     def __init__(self, make_player: Callable, config, draw_items: Callable[[np.random.Generator], Sequence],
                  saved: dict | None = None):
@@ -91,7 +90,7 @@ class SelfPlayPool:
             if not ray.is_initialized():
                 ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False,
                          log_to_driver=False)
-            self._actor_class = ray.remote(num_cpus=1)(Player)
+            self._actor_class = ray.remote(num_cpus=1)(make_player)
         else:
             self._context = multiprocessing.get_context("spawn")  # no fork of torch's threads or engine pipes
             self._connections: list = [None] * workers
@@ -108,7 +107,7 @@ class SelfPlayPool:
 
     def _start(self, k: int) -> None:
         if self.ray:
-            self.workers[k] = self._actor_class.remote(self.make_player, self.settings)
+            self.workers[k] = self._actor_class.remote(self.settings)
             return
         ours, theirs = self._context.Pipe()
         process = self._context.Process(target=worker_loop, args=(theirs, self.make_player, self.settings), daemon=True,
@@ -118,6 +117,9 @@ class SelfPlayPool:
         self.workers[k], self._connections[k] = process, ours
 
     def _replace(self, k: int, cause: str) -> None:
+        if not self.ray:  # a lost process: its exit code says why
+            self.workers[k].join(timeout=5)
+            cause += f"worker {k} exited with code {self.workers[k].exitcode}"
         self._failures += 1
         if self._failures > self.max_restarts:
             raise RuntimeError(f"{self._failures} self-play worker failures in one iteration, more than "
@@ -166,8 +168,7 @@ class SelfPlayPool:
                 self._waiting[self._connections[k]] = k
                 return
             except OSError as exc:  # the worker is gone (a broken pipe)
-                self.workers[k].join(timeout=5)
-                self._replace(k, f"{type(exc).__name__}, worker {k} exited with code {self.workers[k].exitcode}")
+                self._replace(k, f"{type(exc).__name__}, ")
 
     def _collect_local(self) -> None:
         errors = []
@@ -177,8 +178,7 @@ class SelfPlayPool:
                 try:
                     status, value = connection.recv()
                 except (EOFError, OSError):  # the worker died before it answered
-                    self.workers[k].join(timeout=5)
-                    self._replace(k, f"worker {k} exited with code {self.workers[k].exitcode}")
+                    self._replace(k, "")
                     self._send(k)
                     continue
                 if status == "error":  # the others are still collected: no stale answer stays in a pipe
@@ -223,7 +223,7 @@ def worker_loop(connection, make_player: Callable, settings: dict) -> None:
     traceback)`` until ``None`` or the pipe closes. Ctrl-C is left to the pool's process, which stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        player, failure = Player(make_player, settings), None
+        player, failure = make_player(settings), None
     except Exception:  # reported with the first job: a broken player must not look like a lost worker
         player, failure = None, traceback.format_exc()
     while True:
@@ -243,14 +243,3 @@ def worker_loop(connection, make_player: Callable, settings: dict) -> None:
             reply = ("error", traceback.format_exc())
         connection.send(reply)
 
-
-class Player:
-    """A worker's player, in a local process (:func:`worker_loop`) or as a Ray actor."""
-
-    def __init__(self, make_player: Callable, settings: dict):
-        import torch
-        torch.set_num_threads(1)  # one process per core
-        self.player = make_player(settings)
-
-    def play(self, weights: dict, job: tuple):
-        return self.player.play(weights, *job)

@@ -13,8 +13,6 @@ from minichess_envs.variants import VARIANTS
 
 #: The board games by name (chess variants are named by the variant table).
 BOARD_GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect_four": ConnectFour}
-#: The PettingZoo environment each board game follows, rules and encodings alike.
-PETTINGZOO_NAMES = {"tictactoe": "tictactoe_v3", "connect_four": "connect_four_v3"}
 
 
 def new_game(name: str, **options) -> Game:
@@ -30,13 +28,13 @@ def new_game(name: str, **options) -> Game:
 
 
 def pettingzoo_env(name: str):
-    """The raw (unwrapped) PettingZoo env of a board game, reset."""
-    if name not in PETTINGZOO_NAMES:
-        raise ValueError(f"no PettingZoo env for {name!r}; known: {', '.join(PETTINGZOO_NAMES)}")
+    """The raw (unwrapped) PettingZoo env whose rules and encodings a board game follows, reset."""
+    if name not in BOARD_GAMES:
+        raise ValueError(f"no PettingZoo env for {name!r}; known: {', '.join(BOARD_GAMES)}")
     env = importlib.import_module(f"pettingzoo.classic.{name}.{name}").raw_env()
     env.reset()
     return env
 
 
-__all__ = ["BOARD_GAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "PETTINGZOO_NAMES", "TicTacToe",
+__all__ = ["BOARD_GAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
            "new_game", "pettingzoo_env", "play", "terminal_value"]

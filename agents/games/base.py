@@ -102,24 +102,6 @@ def play(game_class, actions) -> Game:
     return game
 
 
-def zobrist_keys(cells: int, seed: int) -> list[list[int]]:
-    """Fixed 64-bit random numbers per (cell, player): keys that are the same in every process."""
-    table = np.random.default_rng(seed).integers(0, 2**63, size=(cells, 2), dtype=np.int64)
-    return [[int(a) * 2 + 1, int(b) * 2] for a, b in table]
-
-
-def winning_lines(height: int, width: int, length: int) -> list[list[tuple[int, ...]]]:
-    """For every cell, the winning lines (``length`` in a row, any direction) that pass through it."""
-    through: list[list[tuple[int, ...]]] = [[] for _ in range(height * width)]
-    for r, c, (dr, dc) in itertools.product(range(height), range(width), ((0, 1), (1, 0), (1, 1), (-1, 1))):
-        cells = [(r + i * dr, c + i * dc) for i in range(length)]
-        if all(0 <= rr < height and 0 <= cc < width for rr, cc in cells):
-            line = tuple(rr * width + cc for rr, cc in cells)
-            for cell in line:
-                through[cell].append(line)
-    return through
-
-
 class GridGame(Game):
     """Marks on a grid, ``length`` in a row wins: ``board`` (0 empty, 1 and 2 the players' marks,
     row-major as PettingZoo keeps it), ``moves`` played and ``result`` (None going on, -1 draw, 0 or 1).
@@ -129,16 +111,25 @@ class GridGame(Game):
     width: int
     title: str  # in error messages
     gravity = False  # True: an action is a column, its mark falls to the lowest empty cell
-    lines: list  # per cell, the winning lines through it
-    zobrist: list
+    lines: list[list[tuple[int, ...]]]
+    zobrist: list[list[int]]
 
     __slots__ = ("board", "moves", "result", "hash")
 
     def __init_subclass__(cls, length: int, zobrist_seed: int):
         """A game of ``length`` in a row on its ``height`` x ``width`` grid."""
-        cls.observation_shape = (cls.height, cls.width, 2)
-        cls.lines = winning_lines(cls.height, cls.width, length)
-        cls.zobrist = zobrist_keys(cls.height * cls.width, zobrist_seed)
+        h, w = cls.height, cls.width
+        cls.observation_shape = (h, w, 2)
+        cls.lines = [[] for _ in range(h * w)]  # per cell, the lines of ``length`` through it
+        for r, c, (dr, dc) in itertools.product(range(h), range(w), ((0, 1), (1, 0), (1, 1), (-1, 1))):
+            cells = [(r + i * dr, c + i * dc) for i in range(length)]
+            if all(0 <= rr < h and 0 <= cc < w for rr, cc in cells):
+                line = tuple(rr * w + cc for rr, cc in cells)
+                for cell in line:
+                    cls.lines[cell].append(line)
+        # fixed 64-bit random numbers per (cell, player): keys that are the same in every process
+        table = np.random.default_rng(zobrist_seed).integers(0, 2**63, size=(h * w, 2), dtype=np.int64)
+        cls.zobrist = [[int(a) * 2 + 1, int(b) * 2] for a, b in table]
 
     def __init__(self):
         self.board = [0] * (self.height * self.width)

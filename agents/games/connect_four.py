@@ -1,7 +1,6 @@
 """Connect Four (PettingZoo ``connect_four_v3``; action = column 0..6, row 0 the top) and its judges, agents
 like any other: :class:`ConnectFourSolver` (``bitbully``, extra ``[games]``) and :class:`ConnectFourAlphaBeta`;
-:func:`judged_sample`, the solver-judged positions the experiments score agents on.
-"""
+:func:`judged_sample`, the solver-judged positions the experiments score agents on."""
 
 from __future__ import annotations
 
