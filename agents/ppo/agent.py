@@ -1,6 +1,5 @@
 """Trained PPO policies as agents (plain torch: neither Ray nor SB3 needed to play), and the
-epsilon-random opponent of the Alpha-Mini procedure.
-"""
+epsilon-random opponent of the Alpha-Mini procedure."""
 
 from __future__ import annotations
 
@@ -9,23 +8,26 @@ import os
 import numpy as np
 import torch
 
-from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
+from agents.base import Agent, SeededAgent, check_settings, load, manifest_file, read_manifest, write_manifest
 from agents.games import BOARD_GAMES, ChessGame, Game, new_game
-from agents.ppo.network import PPONet, PPONetConfig, greedy_actions
+from agents.ppo.network import PPONet, PPONetConfig
 from agents.weights import load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
 
 
-class PPOAgent(Agent):
-    """A PPO policy network for any game: its most probable legal action, or a sample from it (``sample=True``).
+class BatchAgent(Agent):
+    """An agent whose :meth:`act` is its :meth:`act_batch` on a batch of one."""
 
-    ``game`` is a chess variant (``history`` and ``last_move`` say what the network sees) or a board
-    game (:data:`agents.games.BOARD_GAMES`, PettingZoo's planes). Observations must be the ones the
-    network was trained on; when a caller's observation has another shape and the position is given
-    (a chess position or a :class:`~agents.games.Game`), the agent encodes it itself.
-    :meth:`act_games` (and calling the agent) is the batched player of the board-game judges.
-    """
+    def act(self, observation, action_mask, position=None) -> int:
+        return int(self.act_batch(np.asarray(observation)[None], np.asarray(action_mask)[None],
+                                  None if position is None else [position])[0])
+
+
+class PPOAgent(BatchAgent):
+    """A PPO policy network for any game (a chess variant, ``history`` and ``last_move`` saying what the network
+    sees, or a board game): its most probable legal action, or a sample from it (``sample=True``). Given positions
+    (chess positions or :class:`~agents.games.Game`), it encodes observations of another shape itself."""
 
     name = "ppo"
 
@@ -41,26 +43,22 @@ class PPOAgent(Agent):
         if (c.height, c.width, c.channels_in, c.num_actions) != (*self.shape, probe.num_actions):
             raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
                              f"does not fit {game} with observations {self.shape} and {probe.num_actions} actions")
-        self.sample = sample
-        self.seed = seed
+        self.sample, self.seed, self.name, self.backend = sample, seed, name, backend
         self.rng = torch.Generator().manual_seed(0 if seed is None else seed)
-        self.name = name
-        self.backend = backend
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
             self.rng.manual_seed(seed)
 
-    def act(self, observation, action_mask, position=None) -> int:
-        return int(self.act_batch(np.asarray(observation)[None], np.asarray(action_mask)[None],
-                                  None if position is None else [position])[0])
-
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
-        observations = self._observations(observations, positions)
-        if not self.sample:
-            return greedy_actions(self.net, observations, action_masks).numpy()
+        observations = torch.as_tensor(self._observations(observations, positions), dtype=torch.float32)
+        masks = torch.as_tensor(action_masks)
+        if masks.ndim != 2 or not bool((masks != 0).any(1).all()):
+            raise ValueError("every position needs at least one legal action (a non-empty action mask)")
         with torch.inference_mode():
-            logits, _ = self.net(torch.as_tensor(observations, dtype=torch.float32), torch.as_tensor(action_masks))
+            logits = self.net.policy_logits(self.net.features(observations), masks)
+        if not self.sample:
+            return logits.argmax(1).numpy()
         return torch.multinomial(torch.softmax(logits, -1), 1, generator=self.rng).squeeze(1).numpy()
 
     def act_games(self, games) -> np.ndarray:
@@ -68,12 +66,6 @@ class PPOAgent(Agent):
         return self.act_batch(np.stack([g.observation() for g in games]), np.stack([g.legal_mask() for g in games]))
 
     __call__ = act_games
-
-    def values(self, observations, action_masks) -> np.ndarray:
-        """The value head: the learner's expected (discounted, shaped) return from each observation."""
-        with torch.inference_mode():
-            return self.net(torch.as_tensor(observations, dtype=torch.float32),
-                            torch.as_tensor(action_masks))[1].numpy()
 
     def _observations(self, observations, positions):
         observations = np.asarray(observations) if observations is not None else None
@@ -99,69 +91,52 @@ class PPOAgent(Agent):
         settings = check_settings(path, settings, {"game": str},
                                   {"history": int, "last_move": bool, "sample": bool, "seed": (int, None),
                                    "backend": str}, bounds={"history": (1, 64)})
+        if sample is not None:
+            settings["sample"] = sample
         net = load_network(path, PPONet, PPONetConfig, "PPO")
         try:
-            return cls(net, settings["game"], settings.get("history", 1), settings.get("last_move", True),
-                       sample=settings.get("sample", False) if sample is None else sample, seed=settings.get("seed"),
-                       name=manifest.get("name", "ppo"), backend=settings.get("backend", "rllib"))
+            return cls(net, **settings, name=manifest.get("name", "ppo"))
         except ValueError as exc:
             raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
 
 
-class EpsilonRandomAgent(Agent):
-    """Plays a uniformly random legal move with probability ``eps``, else ``inner``'s move (seeded).
-
-    Alpha-Mini's opponents: a frozen earlier policy that "suggests a random
-    move" half the time (eps = 0.5), so the learner keeps meeting new positions.
-    """
+class EpsilonRandomAgent(BatchAgent, SeededAgent):
+    """Plays a uniformly random legal move with probability ``eps``, else ``inner``'s move (seeded): Alpha-Mini's
+    opponents, a frozen earlier policy that "suggests a random move" half the time (eps = 0.5)."""
 
     def __init__(self, inner: Agent, eps: float = 0.5, seed: int | None = 0, name: str | None = None):
         if not 0.0 <= eps <= 1.0:
             raise ValueError(f"eps must be a probability in [0, 1], got {eps}")
-        self.inner, self.eps, self.seed = inner, float(eps), seed
-        self.rng = np.random.default_rng(seed)
-        self.name = name or f"{getattr(inner, 'name', 'agent')}+eps{eps:g}"
+        super().__init__(seed, name or f"{getattr(inner, 'name', 'agent')}+eps{eps:g}")
+        self.inner, self.eps = inner, float(eps)
 
     def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
+        super().reset(seed)
         if hasattr(self.inner, "reset"):
             self.inner.reset(seed)
-
-    def act(self, observation, action_mask, position=None) -> int:
-        return int(self.act_batch(observation[None], np.asarray(action_mask)[None],
-                                  None if position is None else [position])[0])
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         masks = np.asarray(action_masks)
         actions = np.asarray(self.inner.act_batch(observations, masks, positions), np.int64)
         explore = self.rng.random(len(masks)) < self.eps
         for i in np.flatnonzero(explore):
-            legal = np.flatnonzero(masks[i])
-            actions[i] = legal[self.rng.integers(len(legal))]
+            actions[i] = self.pick(np.flatnonzero(masks[i]))
         return actions
 
     def save(self, path: str) -> None:
-        """The inner agent in ``path/inner``, ``eps`` and the seed in ``agent.json``."""
         self.inner.save(os.path.join(path, "inner"))
         write_manifest(path, self, inner="inner", eps=self.eps, seed=self.seed, name=self.name)
 
     @classmethod
     def load(cls, path: str) -> EpsilonRandomAgent:
-        from agents.base import load
-
         settings = check_settings(path, read_manifest(path)["settings"], {"inner": str, "eps": float},
                                   {"seed": (int, None), "name": (str, None)})
         return cls(load(_subdirectory(path, settings.pop("inner"))), **settings)
 
 
-class ByColorAgent(Agent):
-    """Two agents as one player: ``white`` moves when White is to move, ``black`` when Black is.
-
-    For policies trained as one color each (Alpha-Mini's white and black
-    networks). The side to move comes from the position when given, else from
-    the observation's "black to move" plane.
-    """
+class ByColorAgent(BatchAgent):
+    """Two agents as one player: ``white`` moves when White is to move, ``black`` when Black is (Alpha-Mini's
+    policies trained as one color each); the side to move comes from the positions, else the observations."""
 
     def __init__(self, white: Agent, black: Agent, variant: str, name: str = "ppo-pair"):
         self.white, self.black, self.name = white, black, name
@@ -173,10 +148,6 @@ class ByColorAgent(Agent):
         for agent in (self.white, self.black):
             if hasattr(agent, "reset"):
                 agent.reset(seed)
-
-    def act(self, observation, action_mask, position=None) -> int:
-        return int(self.act_batch(np.asarray(observation)[None], np.asarray(action_mask)[None],
-                                  None if position is None else [position])[0])
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         observations, masks = np.asarray(observations), np.asarray(action_masks)
@@ -200,8 +171,6 @@ class ByColorAgent(Agent):
 
     @classmethod
     def load(cls, path: str) -> ByColorAgent:
-        from agents.base import load
-
         manifest = read_manifest(path)
         settings = check_settings(path, manifest["settings"], {"variant": str, "white": str, "black": str})
         return cls(load(_subdirectory(path, settings["white"])), load(_subdirectory(path, settings["black"])),

@@ -1,16 +1,15 @@
 """The board games' vector env for the built-in PPO: ``num_envs`` games of a :class:`~agents.games.Game`,
-the learner against the random player or its past self; same-step autoreset, PettingZoo-style dicts.
-"""
+the learner against the random player or its past self; same-step autoreset, PettingZoo-style dicts."""
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from agents.games import BOARD_GAMES, new_game
+from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
 from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM
 
@@ -25,14 +24,8 @@ def check_game(name: str) -> str:
 
 
 class BoardGameVectorEnv(VectorEnv):
-    """``num_envs`` games of the learner against the random player or its past self.
-
-    Each game draws at its start the learner's seat (``learner_seat``: ``"first"``, ``"second"`` or
-    ``"random"``) and, once :meth:`set_past_self` has given weights, its opponent: the random player
-    with probability ``random_share``, else the past self (a :class:`PPONet` of ``net_config``), which
-    samples from its masked policy. The opponent's first move, when the learner sits second, is made
-    before the learner sees the board. Reward +1 / 0 / -1 for the learner at the end, 0 before; games
-    end only by the rules.
+    """``num_envs`` games of the learner (seat ``learner_seat``, ``"random"`` drawn per game) against the random
+    player or, with probability ``1 - random_share`` once :meth:`set_past_self` gave weights, its sampling past self.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
@@ -55,21 +48,19 @@ class BoardGameVectorEnv(VectorEnv):
         self.games = [probe.copy() for _ in range(num_envs)]
         self.kinds = np.zeros(num_envs, np.int8)  # RANDOM or PAST_SELF, per game
         self.learners = np.zeros(num_envs, np.int8)  # the learner's seat: 0 moves first
-        self.past_self = PPONet(net_config).eval()
+        self.past_self = PPOAgent(PPONet(net_config), game, last_move=False, sample=True)
         self.has_past_self = False
-        self.generator = torch.Generator()
         self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
 
     def set_past_self(self, state_dict: dict) -> None:
-        self.past_self.load_state_dict(state_dict)
+        self.past_self.net.load_state_dict(state_dict)
         self.has_past_self = True
 
     def reset(self, *, seed: int | None = None, options=None):
         """New games everywhere; game i's random stream is seeded ``seed + i``."""
-        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
-        self._rngs = [np.random.default_rng(s) for s in seeds]
-        self.generator.manual_seed(0 if seed is None else seed)
+        self._rngs = [np.random.default_rng(None if seed is None else seed + i) for i in range(self.num_envs)]
+        self.past_self.rng.manual_seed(0 if seed is None else seed)
         self.games_started[:] = 0
         self._new_games(np.arange(self.num_envs))
         return self._observations(), {}
@@ -100,8 +91,6 @@ class BoardGameVectorEnv(VectorEnv):
             self._new_games(ended)
         return self._observations(), rewards, terminated, np.zeros(n, bool), infos
 
-    # -- internals ---------------------------------------------------------------------------
-
     def _new_games(self, indices: np.ndarray) -> None:
         """Start games: the learner's seat and the opponent drawn, the opponent's first move if it sits first."""
         for i in indices:
@@ -121,16 +110,10 @@ class BoardGameVectorEnv(VectorEnv):
                 self.games[i].step(int(self._rngs[i].choice(self.games[i].legal_actions())))
         if by_self:
             games = [self.games[i] for i in by_self]
-            obs = torch.from_numpy(np.stack([g.observation() for g in games]))
-            masks = torch.from_numpy(np.stack([g.legal_mask() for g in games]))
-            with torch.inference_mode():
-                logits, _ = self.past_self(obs, masks)
-                actions = torch.multinomial(torch.softmax(logits, -1), 1, generator=self.generator).squeeze(1)
-            for game, action in zip(games, actions.tolist()):
-                game.step(action)
+            for game, action in zip(games, self.past_self.act_games(games)):
+                game.step(int(action))
 
     def _observations(self) -> dict[str, np.ndarray]:
-        """PettingZoo's dicts, batched: planes from the view of the player to move (the learner in a
-        game going on), and the legal mask (all zero in a finished game's final observation)."""
+        """PettingZoo's dicts, batched: planes from the view of the player to move, and the legal mask."""
         return {"observation": np.stack([g.observation() for g in self.games]),
                 "action_mask": np.stack([g.legal_mask() for g in self.games])}

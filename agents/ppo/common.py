@@ -1,7 +1,6 @@
 """What the PPO backends share (built-in, RLlib, stable-baselines3): the settings and the training loop.
 
-What depends on the game is the run's :class:`~agents.ppo.task.Task`; the run directory: docs/ppo.md.
-"""
+What depends on the game is the run's :class:`~agents.ppo.task.Task`; the run directory: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import time
 import numpy as np
 
 from agents.ppo.agent import PPOAgent
-from agents.ppo.network import PPONet, PPONetConfig
 from agents.ppo.task import Task, task_for
 from agents.runs import Run, RunState
 from minichess_envs.env import MATERIAL_SCALE
@@ -24,13 +22,9 @@ AGENT = "agent"
 
 @dataclasses.dataclass
 class PPOSettings:
-    """One PPO run: the game, the opponent, PPO's hyperparameters and the network (every backend).
-
-    The defaults are Alpha-Mini's setting: Gardner won by capturing
-    the king, material shaping, White against the random player, gamma 0.3,
-    lambda 1.0, entropy 0. Batch sizes and learning rate are ours (see
-    experiments/ppo_gardner.py for why).
-    """
+    """One PPO run: the game, the opponent, PPO's hyperparameters and the network (every backend). The defaults are
+    Alpha-Mini's (king capture on Gardner, material shaping, White against random, gamma 0.3, lambda 1, entropy 0);
+    batch sizes and learning rate are ours (experiments/ppo_gardner.py)."""
 
     variant: str = "gardner-kingcapture"
     # a board game ("tictactoe", "connect_four") instead of the variant (agents.ppo.task.BoardGameTask): the
@@ -73,17 +67,12 @@ class PPOSettings:
 
     def __post_init__(self):
         get_variant(self.variant)  # an unknown name fails here, with the catalogue listed
-        checks = {
-            "agent_color": self.agent_color in ("white", "black", "random"),
-            "reward": self.reward in ("outcome", "material"),
-            "gamma": 0.0 <= self.gamma <= 1.0,
-            "lambda_": 0.0 <= self.lambda_ <= 1.0,
-            "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
-            "selfplay_random": 0.0 <= self.selfplay_random <= 1.0,
-            "pool_sampling": self.pool_sampling in ("uniform", "recent"),
-            "lr": self.lr > 0,
-            "material_scale": self.material_scale >= 0,
-        }
+        checks = {"agent_color": self.agent_color in ("white", "black", "random"),
+                  "reward": self.reward in ("outcome", "material"), "gamma": 0.0 <= self.gamma <= 1.0,
+                  "lambda_": 0.0 <= self.lambda_ <= 1.0, "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
+                  "selfplay_random": 0.0 <= self.selfplay_random <= 1.0,
+                  "pool_sampling": self.pool_sampling in ("uniform", "recent"), "lr": self.lr > 0,
+                  "material_scale": self.material_scale >= 0}
         for name in ("train_batch", "minibatch", "epochs", "num_envs", "channels", "conv_layers", "value_hidden",
                      "threads", "pool_every", "pool_size"):
             checks[name] = isinstance(getattr(self, name), int) and getattr(self, name) >= 1
@@ -121,60 +110,36 @@ def initial_weights(settings: PPOSettings, task: Task | None = None) -> dict | N
     return agent.net.state_dict()
 
 
-def net_from_weights(config: PPONetConfig, state_dict: dict, prefix: str = "") -> PPONet:
-    """A :class:`PPONet` from a backend's weights, keys optionally under ``prefix`` (numpy or torch values)."""
-    import torch
-
-    net = PPONet(config)
-    weights = {k[len(prefix):]: torch.as_tensor(np.asarray(v)) for k, v in state_dict.items() if k.startswith(prefix)}
-    net.load_state_dict(weights)
-    return net
-
-
-# -- the training loop the backends share ------------------------------------------------------------
-
-
 class Backend:
-    """One PPO implementation inside :func:`train` (``native.NativeBackend``, ``rllib_train.RLlibBackend``,
-    ``sb3_train.SB3Backend``), built as ``Backend(settings, task)``."""
+    """One PPO implementation inside :func:`train` (:data:`BACKENDS`), built as ``Backend(settings, task)``, with
+    ``iterate()``: one iteration (``train_batch`` env steps, then the update), its row with ``iteration_env_steps``;
+    ``policy_net()``: a plain-torch copy of the policy; ``initialize(state_dict)``: start from these
+    weights (``init_from``); ``state()``: all a resume needs, tensors and plain data; ``restore(state)``: continue
+    from it; ``close()``: release the library's resources."""
 
-    kind = "backend"  # the run kind in the checkpoint: "native", "rllib" or "sb3"
-
-    def iterate(self) -> dict:
-        """One PPO iteration (``train_batch`` env steps, then the update); its row, with ``iteration_env_steps``."""
-        raise NotImplementedError
-
-    def policy_net(self) -> PPONet:
-        """A plain-torch copy of the current policy."""
-        raise NotImplementedError
-
-    def initialize(self, state_dict: dict) -> None:
-        """Start from these :class:`PPONet` weights (``init_from``)."""
-        raise NotImplementedError
-
-    def state(self) -> dict:
-        """Everything a resume needs (weights, optimizer, counters): tensors and plain data only."""
-        raise NotImplementedError
-
-    def restore(self, state: dict) -> None:
-        """Continue from :meth:`state`'s output."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release the library's resources."""
+    kind = "backend"  # the run kind: "native", "rllib" or "sb3"
 
 
-class Budget:
-    """When to stop: after ``env_steps`` env steps, or ``minutes`` of wall-clock, whichever comes first."""
+def steps_per_game(settings: PPOSettings) -> int:
+    """``train_batch / num_envs``: the steps every game plays per iteration; ``ValueError`` if it does not divide."""
+    if settings.train_batch % settings.num_envs:
+        raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
+                         f"({settings.num_envs}): every game plays train_batch / num_envs steps")
+    return settings.train_batch // settings.num_envs
 
-    def __init__(self, env_steps: int | None, minutes: float | None):
-        if env_steps is None and minutes is None:
-            raise ValueError("give a budget: env_steps and/or minutes")
-        self.env_steps, self.minutes = env_steps, minutes
 
-    def spent(self, env_steps: int, elapsed_s: float) -> bool:
-        return ((self.env_steps is not None and env_steps >= self.env_steps)
-                or (self.minutes is not None and elapsed_s >= 60 * self.minutes))
+def iteration_row(steps: int, returns: list, lengths: list, iteration_s: float, sample_s: float,
+                  wins: list | None = None) -> dict:
+    """A row's first columns: env steps, the games that ended (count, mean return and length, share won), timings."""
+    def mean(values) -> float:
+        return float(np.mean(values)) if len(values) else float("nan")
+
+    row = {"iteration_env_steps": steps, "episodes": len(returns), "episode_return_mean": mean(returns),
+           "episode_len_mean": mean(lengths)}
+    if wins is not None:
+        row["train_win_rate"] = mean(wins)
+    return row | {"iteration_s": iteration_s, "sample_s": sample_s, "learn_s": iteration_s - sample_s,
+                  "sample_steps_per_s": steps / sample_s if sample_s > 0 else float("nan")}
 
 
 #: Each backend's :class:`Backend` class, imported only when a run asks for it (RLlib and SB3 are extras).
@@ -187,13 +152,13 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
           verbose: bool = True, desc: str | None = None, on_iteration=None, *, backend: str = "native") -> RunState:
     """Train (or resume) a PPO run with ``backend`` (:data:`BACKENDS`) until the budget is spent; the final state.
 
-    After every iteration the deterministic policy plays ``eval_games`` games per color against the random player
-    (every ``eval_every`` iterations, and after the last), and the checkpoint, ``agent/``, ``metrics.csv`` and
-    TensorBoard are written (:class:`agents.runs.Run`). ``on_iteration(row)`` sees each row.
+    Every ``eval_every`` iterations (and after the last) the greedy policy plays ``eval_games`` games per color against
+    random; every iteration writes the checkpoint, ``agent/`` and the metrics (:class:`agents.runs.Run`).
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown PPO backend {backend!r}: {', '.join(BACKENDS)}")
-    budget = Budget(env_steps, minutes)
+    if env_steps is None and minutes is None:
+        raise ValueError("give a budget: env_steps and/or minutes")
     task = task_for(settings)
     task.check_backend(backend)
     if settings.draw_reward and backend != "native":
@@ -202,11 +167,16 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
     make_learner = getattr(importlib.import_module(module), name)  # a missing extra fails here, before any file
     run = Run(run_dir, settings, backend, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, learner = run.state, None
-    if budget.env_steps is not None:
-        progress = run.progress(budget.env_steps, desc or f"{backend} ppo {task.name} {settings.agent_color}",
+
+    def spent() -> bool:
+        return ((env_steps is not None and state.env_steps >= env_steps)
+                or (minutes is not None and run.elapsed() >= 60 * minutes))
+
+    if env_steps is not None:
+        progress = run.progress(env_steps, desc or f"{backend} ppo {task.name} {settings.agent_color}",
                                 unit="step", done=state.env_steps)
     else:
-        progress = run.progress(int(60 * budget.minutes), desc or f"{backend} ppo {task.name}", unit="s",
+        progress = run.progress(int(60 * minutes), desc or f"{backend} ppo {task.name}", unit="s",
                                 done=int(state.elapsed_s))
     try:
         learner = make_learner(settings, task)
@@ -214,13 +184,13 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
             learner.restore(run.tensors())
         elif settings.init_from is not None:
             learner.initialize(initial_weights(settings, task))
-        while not budget.spent(state.env_steps, run.elapsed()):
+        while not spent():
             row = learner.iterate()
             state.iteration += 1
             state.env_steps += row["iteration_env_steps"]
             row = {"iteration": state.iteration, "env_steps": state.env_steps, **row}
             agent = task.agent(learner.policy_net(), backend)
-            last = budget.spent(state.env_steps, run.elapsed())
+            last = spent()
             if eval_games and (state.iteration % eval_every == 0 or last):
                 t = time.perf_counter()
                 row.update(task.evaluate_vs_random(agent, eval_games, eval_seed))
@@ -231,7 +201,7 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
             row["checkpoint_s"] = time.perf_counter() - t  # in the files from the next checkpoint on
             if on_iteration is not None:
                 on_iteration(row)
-            progress.update(state.env_steps if budget.env_steps is not None else int(state.elapsed_s), _summary(row))
+            progress.update(state.env_steps if env_steps is not None else int(state.elapsed_s), _summary(row))
     finally:
         progress.close()
         run.close()
@@ -241,8 +211,7 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
 
 
 def train_seconds(metrics: list[dict]) -> float:
-    """A run's training wall-clock (sampling, learning, checkpoints) from its metrics rows, the learning-curve
-    games (``eval_s``) left out."""
+    """A run's training wall-clock from its metrics rows: its ``elapsed_s`` less the evaluations' ``eval_s``."""
     if not metrics:
         return 0.0
     return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics)
@@ -250,39 +219,12 @@ def train_seconds(metrics: list[dict]) -> float:
 
 def learning_curve(metrics: list[dict], color: str) -> tuple[list, list, list]:
     """(env steps, training seconds, win rate as ``color``) at the iterations that were evaluated."""
-    steps, seconds, rates, evals = [], [], [], 0.0
-    for m in metrics:
-        evals += m.get("eval_s", 0.0)
-        if f"win_rate_{color}" in m:
-            steps.append(m["env_steps"])
-            seconds.append(m["elapsed_s"] - evals)
-            rates.append(m[f"win_rate_{color}"])
-    return steps, seconds, rates
+    points = [(m["env_steps"], train_seconds(metrics[:i + 1]), m[f"win_rate_{color}"])
+              for i, m in enumerate(metrics) if f"win_rate_{color}" in m]
+    return tuple(map(list, zip(*points))) if points else ([], [], [])
 
 
 def _summary(row: dict) -> str:
     rates = [f"win {k[9:]} {v:.3f}" for k, v in row.items() if k.startswith("win_rate_")]
     return ", ".join([f"return {row['episode_return_mean']:.3f}", *rates,
                       f"{row['sample_steps_per_s']:.0f} steps/s sampling"])
-
-
-def numpy_to_torch(tree):
-    """Numpy arrays in a nested dict/list as torch tensors (for ``torch.save`` with ``weights_only`` loading)."""
-    import torch
-
-    if isinstance(tree, dict):
-        return {k: numpy_to_torch(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(numpy_to_torch(v) for v in tree)
-    return torch.from_numpy(np.ascontiguousarray(tree)) if isinstance(tree, np.ndarray) else tree
-
-
-def torch_to_numpy(tree):
-    """The inverse of :func:`numpy_to_torch`."""
-    import torch
-
-    if isinstance(tree, dict):
-        return {k: torch_to_numpy(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(torch_to_numpy(v) for v in tree)
-    return tree.numpy() if isinstance(tree, torch.Tensor) else tree

@@ -1,8 +1,6 @@
 """Masked PPO with GAE, built in: the whole algorithm in this file, read top to bottom (CleanRL-style).
 
-Settings, envs, rollout, GAE, update, then :class:`NativeBackend` for the shared loop; masking, cost and
-reproducibility: docs/ppo.md.
-"""
+Rollout, GAE, update, then :class:`NativeBackend` for the shared loop; masking, cost, reproducibility: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -13,20 +11,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings
+from agents.ppo.common import Backend, PPOSettings, iteration_row, steps_per_game
 from agents.ppo.network import PPONet, mask_logits
 from agents.ppo.selfplay import KINDS, OpponentPool
 from agents.ppo.task import Task
-
-# -- 2. environments: the task's (Task.make_envs), reset with fresh seeds every iteration ---------------
-
-
-def iteration_seed(settings: PPOSettings, iteration: int) -> int:
-    """The seed of an iteration's games and random streams (distinct games in every iteration)."""
-    return settings.seed * 1_000_003 + iteration * settings.num_envs
-
-
-# -- 3. rollout -------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -46,13 +34,8 @@ class Rollout:
 
 
 def legal_actions(masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's legal actions, padded to the most any row has: ``(legal, valid)``, both ``(N, K)``.
-
-    ``legal`` holds the legal action indices in ascending order, then padding (index 0); ``valid``
-    says which entries are legal actions. A Gardner position has at most a few dozen legal moves of
-    the 1,225 actions, so the policy's softmax, sampling and entropy over ``legal`` cost a few
-    percent of the full-width ones, with the same values (an illegal action's probability is 0).
-    """
+    """``(legal, valid)``, both ``(N, K)``: each row's legal actions in ascending order, padded with index 0 to the
+    most any row has, and which entries are legal (softmax over them costs a few percent of the full width)."""
     rows, columns = masks.nonzero(as_tuple=True)  # row-major: each row's legal actions in ascending order
     counts = torch.bincount(rows, minlength=len(masks))
     slots = torch.arange(len(rows)) - (counts.cumsum(0) - counts)[rows]
@@ -68,12 +51,8 @@ def legal_log_probs(net: PPONet, features: torch.Tensor, legal: torch.Tensor, va
 
 
 def sample_actions(net: PPONet, obs: dict, generator: torch.Generator):
-    """Actions sampled from the masked policy, their log-probabilities and the values.
-
-    Inverse-CDF sampling over each game's legal actions, one uniform number per game: ``u`` is drawn
-    in ``(0, total]`` and the action is the first whose cumulative probability reaches ``u``, so its
-    own probability is > 0; padding has probability exactly 0 and is never chosen.
-    """
+    """Actions sampled from the masked policy, their log-probabilities and the values (inverse-CDF sampling: ``u``
+    in ``(0, total]``, so the first action reaching it has a probability > 0, never the padding)."""
     features = net.features(torch.from_numpy(obs["observation"]))
     legal, valid = legal_actions(torch.from_numpy(obs["action_mask"]))
     log_probs = legal_log_probs(net, features, legal, valid)
@@ -84,16 +63,10 @@ def sample_actions(net: PPONet, obs: dict, generator: torch.Generator):
 
 
 def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator, draw_reward: float = 0.0) -> Rollout:
-    """Play ``steps`` steps of every game from a fresh reset.
+    """Play ``steps`` steps of every game from a fresh reset; ``draw_reward`` is added when the rules draw a game.
 
-    ``next_values[t]`` is what GAE bootstraps from after step t: the value of
-    the next observation while the game goes on, and the value of the final
-    observation when a limit truncated the game (after a game the rules ended
-    it is the next game's first value, which :func:`gae` ignores).
-
-    ``draw_reward`` is added to the env's reward of a step at which the rules drew the game
-    (stalemate, repetition, insufficient material, no progress): a shaping option that makes draws
-    worse than playing on.
+    ``next_values[t]``, what GAE bootstraps from after step t: the next observation's value, or the final one's when
+    a limit truncated the game (after a game the rules ended, the next game's first value, which :func:`gae` ignores).
     """
     n = envs.num_envs
     obs, _ = envs.reset(seed=seed)
@@ -137,17 +110,10 @@ def collect(net: PPONet, envs, steps: int, seed: int, generator: torch.Generator
     return r
 
 
-# -- 4. generalized advantage estimation ------------------------------------------------------------
-
-
 def gae(rewards, values, next_values, terminated, truncated, gamma: float, lambda_: float):
-    """Advantages and returns (advantages + values), all ``(steps, num_envs)`` tensors.
-
-    ``delta_t = r_t + gamma * V_next_t * (1 - terminated_t) - V_t`` and
-    ``A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}``, with ``done = terminated or truncated``:
-    a game the rules ended has no future value; a game a limit cut off has one (``V_next`` is then the
-    value of its final observation) but the next step belongs to another game, so no advantage flows back.
-    """
+    """Advantages and returns (advantages + values), all ``(steps, num_envs)``: ``A_t = delta_t + gamma lambda
+    (1 - done_t) A_{t+1}``, ``delta_t = r_t + gamma V_next_t (1 - terminated_t) - V_t``; a truncated game keeps
+    its future value, but the next step belongs to another game, so no advantage flows back across it."""
     steps = len(rewards)
     advantages = torch.zeros_like(rewards)
     done = (terminated | truncated).float()
@@ -159,25 +125,15 @@ def gae(rewards, values, next_values, terminated, truncated, gamma: float, lambd
     return advantages, advantages + values
 
 
-# -- 5. the PPO update ------------------------------------------------------------------------------
-
-
 def clipped_policy_loss(log_ratio: torch.Tensor, advantages: torch.Tensor, clip: float) -> torch.Tensor:
-    """PPO's clipped surrogate as a loss: ``mean(max(-A r, -A clip(r, 1 - clip, 1 + clip)))``, ``r = exp(log_ratio)``.
-
-    Once the ratio has moved past the clip range in the advantage's direction the loss is flat in it,
-    so the update stops pushing that action further.
-    """
+    """PPO's clipped surrogate as a loss: ``mean(max(-A r, -A clip(r, 1 - clip, 1 + clip)))``, r the ratio."""
     ratio = log_ratio.exp()
     return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
 
 
 def ppo_update(net: PPONet, optimizer, batch: dict, settings: PPOSettings, generator: torch.Generator) -> dict:
-    """``epochs`` passes over the batch in shuffled minibatches; the losses' means of the last pass.
-
-    ``batch``: ``observations``, ``values``, ``log_probs``, ``advantages``, ``returns``, the
-    :func:`legal_actions` ``legal`` and ``valid``, and ``taken``, the column of the action played in ``legal``.
-    """
+    """``epochs`` passes over the batch in shuffled minibatches; the losses' means of the last pass. ``batch`` holds
+    the rollout's tensors, :func:`legal_actions`' ``legal`` and ``valid``, and ``taken``, the played column."""
     size, minibatch, clip = len(batch["observations"]), settings.minibatch, settings.clip_param
     for _ in range(settings.epochs):
         stats = []
@@ -216,23 +172,17 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
     return float("nan") if var == 0 else 1.0 - (returns - values).var().item() / var
 
 
-# -- 6. the backend ---------------------------------------------------------------------------------
-
-
 class NativeBackend(Backend):
-    """This file's PPO in :func:`~agents.ppo.common.train`. Its checkpoint: the network's and the
-    optimizer's state dicts, the iteration count and (self-play) the opponent pool."""
+    """This file's PPO in :func:`~agents.ppo.common.train`; its checkpoint: net, optimizer, iteration and pool."""
 
     kind = "native"
 
     def __init__(self, settings: PPOSettings, task: Task):
-        if settings.train_batch % settings.num_envs:
-            raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
-                             f"({settings.num_envs}): every game plays train_batch / num_envs steps")
+        self.steps = steps_per_game(settings)
         torch.set_num_threads(settings.threads)
-        self.settings, self.net_config = settings, task.net_config()
+        self.settings = settings
         torch.manual_seed(settings.seed)  # the initial weights
-        self.net = PPONet(self.net_config)
+        self.net = PPONet(task.net_config())
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=settings.lr, eps=1e-5)
         self.envs = task.make_envs()
         self.pool = OpponentPool(settings.pool_size, settings.pool_sampling) if settings.selfplay else None
@@ -240,14 +190,17 @@ class NativeBackend(Backend):
 
     def iterate(self) -> dict:
         s, self.iteration = self.settings, self.iteration + 1
-        seed = iteration_seed(s, self.iteration)
+        seed = s.seed * 1_000_003 + self.iteration * s.num_envs  # the iteration's games and streams: fresh ones
         generator = torch.Generator().manual_seed(seed)
         row = {}
-        if self.pool is not None:
-            row.update(self._draw_past_self(np.random.default_rng(seed)))
+        if self.pool is not None:  # this iteration's past self (none before the first snapshot)
+            row = {"pool_size": len(self.pool.snapshots), "past_self_iteration": float("nan")}
+            if self.pool.snapshots:
+                row["past_self_iteration"], weights = self.pool.draw(np.random.default_rng(seed))
+                self.envs.set_past_self(weights)
         t = time.perf_counter()
         self.net.eval()
-        rollout = collect(self.net, self.envs, s.train_batch // s.num_envs, seed, generator, s.draw_reward)
+        rollout = collect(self.net, self.envs, self.steps, seed, generator, s.draw_reward)
         sample_s = time.perf_counter() - t
         advantages, returns = gae(rollout.rewards, rollout.values, rollout.next_values, rollout.terminated,
                                   rollout.truncated, s.gamma, s.lambda_)
@@ -261,18 +214,10 @@ class NativeBackend(Backend):
         self.net.eval()
         if self.pool is not None and (self.iteration == 1 or self.iteration % s.pool_every == 0):
             self.pool.add(self.iteration, self.net.state_dict())
-        iteration_s = time.perf_counter() - t
-        steps = len(batch["observations"])
         episodes = rollout.episodes
-        row.update({
-            "iteration_env_steps": steps, "episodes": len(episodes),
-            "episode_return_mean": float(np.mean([e[0] for e in episodes])) if episodes else float("nan"),
-            "episode_len_mean": float(np.mean([e[1] for e in episodes])) if episodes else float("nan"),
-            "train_win_rate": float(np.mean([e[2] for e in episodes])) if episodes else float("nan"),
-            "iteration_s": iteration_s, "sample_s": sample_s, "learn_s": iteration_s - sample_s,
-            "sample_steps_per_s": steps / sample_s, **losses,
-            "vf_explained_var": explained_variance(batch["values"], batch["returns"]),
-        })
+        returns, lengths, wins, _ = zip(*episodes) if episodes else ((), (), (), ())
+        row.update(iteration_row(len(batch["observations"]), returns, lengths, time.perf_counter() - t, sample_s, wins),
+                   **losses, vf_explained_var=explained_variance(batch["values"], batch["returns"]))
         if self.pool is not None:
             for kind in KINDS:
                 games = [e for e in episodes if e[3] == kind]
@@ -280,16 +225,8 @@ class NativeBackend(Backend):
                 row[f"train_win_rate_vs_{kind}"] = float(np.mean([e[2] for e in games])) if games else float("nan")
         return row
 
-    def _draw_past_self(self, rng: np.random.Generator) -> dict:
-        """This iteration's past self from the pool (none yet before the first snapshot)."""
-        if not self.pool.snapshots:
-            return {"pool_size": 0, "past_self_iteration": float("nan")}
-        iteration, weights = self.pool.draw(rng)
-        self.envs.set_past_self(weights)
-        return {"pool_size": len(self.pool.snapshots), "past_self_iteration": iteration}
-
     def policy_net(self) -> PPONet:
-        net = PPONet(self.net_config)
+        net = PPONet(self.net.config)
         net.load_state_dict(self.net.state_dict())
         return net.eval()
 

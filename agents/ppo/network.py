@@ -1,8 +1,6 @@
 """The PPO actor-critic network in plain torch, shared by every backend and the saved agents.
 
-A conv trunk; a policy head laid out as the action encoding (``"planes"``) or linear; a value head.
-Illegal actions get the most negative float as logit: probability exactly 0, entropy still finite.
-"""
+A conv trunk, a policy head (the action encoding's planes, or linear) and a value head; layout: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -88,11 +86,8 @@ class PPONet(nn.Module):
         return planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
 
     def action_logits(self, features: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Unmasked logits ``(B, K)`` of ``actions`` ``(B, K)``: ``unmasked_logits(features).gather(1, actions)``.
-
-        Read from the head's output in (rank, file, plane) order, which is how the convolution lays it
-        out in memory for our channels-last observations, so no ``(B, A)`` copy is made.
-        """
+        """``unmasked_logits(features).gather(1, actions)``, read in the head's memory order (rank, file, plane)
+        so that no ``(B, A)`` copy is made."""
         if self.config.policy_head == "linear":
             return self.policy_head(features).gather(1, actions)
         planes = self.policy_head(features).permute(0, 2, 3, 1)  # (B, rank, file, plane)
@@ -112,14 +107,3 @@ class PPONet(nn.Module):
         """``(masked policy logits (B, A), value (B,))``."""
         x = self.features(observations)
         return self.policy_logits(x, mask), self.value(x)
-
-
-def greedy_actions(net: PPONet, observations, masks) -> torch.Tensor:
-    """The most probable legal action of each row (numpy or tensor inputs)."""
-    obs = torch.as_tensor(observations, dtype=torch.float32)
-    mask = torch.as_tensor(masks)
-    if mask.ndim != 2 or not bool((mask != 0).any(1).all()):
-        raise ValueError("every position needs at least one legal action (a non-empty action mask)")
-    with torch.inference_mode():
-        logits = net.policy_logits(net.features(obs), mask)
-    return logits.argmax(1)

@@ -33,13 +33,10 @@ class MaskedPPOModule(TorchRLModule, ValueFunctionAPI):
         self.net = PPONet(self.net_config)
 
     def _forward(self, batch, **kwargs):
-        obs = batch[Columns.OBS]
-        logits, _ = self._logits_and_features(obs)
-        return {Columns.ACTION_DIST_INPUTS: logits}
+        return {Columns.ACTION_DIST_INPUTS: self._logits_and_features(batch[Columns.OBS])[0]}
 
     def _forward_train(self, batch, **kwargs):
-        obs = batch[Columns.OBS]
-        logits, features = self._logits_and_features(obs)
+        logits, features = self._logits_and_features(batch[Columns.OBS])
         # The learner's value call reuses the trunk's features (PPO passes EMBEDDINGS back to compute_values).
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: features}
 

@@ -15,7 +15,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from agents.ppo.common import Backend, PPOSettings
+from agents.ppo.common import Backend, PPOSettings, iteration_row, steps_per_game
 from agents.ppo.network import PPONet, PPONetConfig
 from agents.ppo.task import Task
 
@@ -24,16 +24,12 @@ class SB3VecEnv(VecEnv):
     """A task's vector env (``Task.make_envs``: same-step autoreset, ``action_masks()``) as an SB3 ``VecEnv``."""
 
     def __init__(self, venv):
-        self.venv = venv
-        num_envs = venv.num_envs
-        super().__init__(num_envs, self.venv.single_observation_space, self.venv.single_action_space)
-        self._actions = None
-        self._returns = np.zeros(num_envs)
-        self._lengths = np.zeros(num_envs, np.int64)
+        self.venv, self._actions = venv, None
+        super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+        self._returns, self._lengths = np.zeros(venv.num_envs), np.zeros(venv.num_envs, np.int64)
 
     def reset(self):
-        seed = self._seeds[0]
-        obs, _ = self.venv.reset(seed=seed) if seed is not None else self.venv.reset()
+        obs, _ = self.venv.reset(seed=self._seeds[0])
         self._reset_seeds()
         self._returns[:] = 0
         self._lengths[:] = 0
@@ -51,8 +47,7 @@ class SB3VecEnv(VecEnv):
         for i in np.flatnonzero(dones):
             out[i] = {"terminal_observation": infos["final_obs"][i],
                       "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
-                      "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
-                      "outcome": infos["final_info"]["outcome"][i], "winner": infos["final_info"]["winner"][i]}
+                      "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])}}
             self._returns[i], self._lengths[i] = 0.0, 0
         return obs, rewards.astype(np.float32), dones, out
 
@@ -63,7 +58,7 @@ class SB3VecEnv(VecEnv):
         self.venv.close()
 
     def get_attr(self, attr_name, indices=None):
-        return [getattr(self.venv, attr_name)] * len(self._indices(indices))
+        return [getattr(self.venv, attr_name)] * len(list(self._get_indices(indices)))
 
     def set_attr(self, attr_name, value, indices=None) -> None:
         raise AttributeError(f"SB3VecEnv cannot set {attr_name!r}: the games share one native vector env")
@@ -71,18 +66,10 @@ class SB3VecEnv(VecEnv):
     def env_method(self, method_name, *args, indices=None, **kwargs):
         if method_name != "action_masks":  # the only per-env method MaskablePPO calls
             raise AttributeError(f"SB3VecEnv has no per-env method {method_name!r} (only 'action_masks')")
-        return list(self.venv.action_masks()[self._indices(indices)])
+        return list(self.venv.action_masks()[list(self._get_indices(indices))])
 
     def env_is_wrapped(self, wrapper_class, indices=None):
-        return [False] * len(self._indices(indices))
-
-    def _indices(self, indices):
-        if indices is None:
-            return list(range(self.num_envs))
-        return [indices] if isinstance(indices, int) else list(indices)
-
-
-# -- the policy: PPONet inside MaskableActorCriticPolicy ---------------------------------------
+        return [False] * len(list(self._get_indices(indices)))
 
 
 class PPONetExtractor(BaseFeaturesExtractor):
@@ -130,28 +117,27 @@ class PPONetPolicy(MaskableActorCriticPolicy):
         return self.features_extractor.net
 
 
-# -- training ---------------------------------------------------------------------------------
-
-
 def make_model(settings: PPOSettings, net_config: PPONetConfig, env: VecEnv) -> MaskablePPO:
     """``MaskablePPO`` with our policy and the settings' hyperparameters (one rollout = ``train_batch``)."""
-    if settings.train_batch % settings.num_envs:
-        raise ValueError(f"train_batch ({settings.train_batch}) must be a multiple of num_envs "
-                         f"({settings.num_envs}) for SB3 (n_steps = train_batch / num_envs)")
     return MaskablePPO(
-        PPONetPolicy, env, learning_rate=settings.lr, n_steps=settings.train_batch // settings.num_envs,
+        PPONetPolicy, env, learning_rate=settings.lr, n_steps=steps_per_game(settings),
         batch_size=settings.minibatch, n_epochs=settings.epochs, gamma=settings.gamma,
         gae_lambda=settings.lambda_, clip_range=settings.clip_param, ent_coef=settings.entropy_coeff,
         vf_coef=settings.vf_coeff, max_grad_norm=settings.grad_clip, seed=settings.seed, device="cpu",
         policy_kwargs={"net_config": dataclasses.asdict(net_config)}, verbose=0)
 
 
+#: Our metrics' names for the numbers SB3 logs (its entropy loss is minus the entropy).
+LOGGED = {"policy_loss": "train/policy_gradient_loss", "vf_loss": "train/value_loss", "entropy": "train/entropy_loss",
+          "kl": "train/approx_kl", "vf_explained_var": "train/explained_variance"}
+
+
 class _RolloutTimer(BaseCallback):
-    """Times the rollout (sampling) part of each ``learn`` call and counts finished games."""
+    """Times the rollout (sampling) part of each ``learn`` call and records the finished games."""
 
     def __init__(self):
         super().__init__()
-        self.sample_s, self.episodes, self.returns, self.lengths = 0.0, 0, [], []
+        self.sample_s, self.returns, self.lengths = 0.0, [], []
 
     def _on_rollout_start(self) -> None:
         self._t = time.perf_counter()
@@ -162,7 +148,6 @@ class _RolloutTimer(BaseCallback):
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", ()):
             if "episode" in info:
-                self.episodes += 1
                 self.returns.append(info["episode"]["r"])
                 self.lengths.append(info["episode"]["l"])
         return True
@@ -174,8 +159,8 @@ def policy_net(model: MaskablePPO) -> PPONet:
 
 
 class SB3Backend(Backend):
-    """MaskablePPO in :func:`~agents.ppo.common.train`; its checkpoint is the policy's and the
-    optimizer's state dicts and SB3's counters as tensors and numbers, not SB3's pickled ``model.zip``."""
+    """MaskablePPO in :func:`~agents.ppo.common.train`; its checkpoint: SB3's parameters and counters, not the
+    pickled ``model.zip``."""
 
     kind = "sb3"
 
@@ -191,21 +176,11 @@ class SB3Backend(Backend):
         before = model.num_timesteps
         model.learn(total_timesteps=self.settings.train_batch, reset_num_timesteps=False, callback=timer,
                     progress_bar=False)
-        iteration_s = time.perf_counter() - t
-        steps = model.num_timesteps - before
-        logs = model.logger.name_to_value
-        return {
-            "iteration_env_steps": steps, "episodes": timer.episodes,
-            "episode_return_mean": float(np.mean(timer.returns)) if timer.returns else float("nan"),
-            "episode_len_mean": float(np.mean(timer.lengths)) if timer.lengths else float("nan"),
-            "iteration_s": iteration_s, "sample_s": timer.sample_s, "learn_s": iteration_s - timer.sample_s,
-            "sample_steps_per_s": steps / max(timer.sample_s, 1e-9),
-            "policy_loss": float(logs.get("train/policy_gradient_loss", float("nan"))),
-            "vf_loss": float(logs.get("train/value_loss", float("nan"))),
-            "entropy": -float(logs.get("train/entropy_loss", float("nan"))),
-            "kl": float(logs.get("train/approx_kl", float("nan"))),
-            "vf_explained_var": float(logs.get("train/explained_variance", float("nan"))),
-        }
+        row = iteration_row(model.num_timesteps - before, timer.returns, timer.lengths, time.perf_counter() - t,
+                            timer.sample_s)
+        row |= {ours: float(model.logger.name_to_value.get(theirs, float("nan"))) for ours, theirs in LOGGED.items()}
+        row["entropy"] = -row["entropy"]
+        return row
 
     def policy_net(self) -> PPONet:
         return policy_net(self.model)

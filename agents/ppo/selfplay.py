@@ -1,6 +1,5 @@
 """Self-play for the built-in PPO: the pool of the learner's past selves (board games; on chess the pool
-was measured and removed, docs/decisions.md).
-"""
+was measured and removed, docs/decisions.md)."""
 
 from __future__ import annotations
 

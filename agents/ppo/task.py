@@ -1,11 +1,11 @@
 """What PPO trains on, said once: a :class:`Task` built from the settings by :func:`task_for`
-(envs, network spec, saved agent, evaluation against random), so no backend asks which game it plays.
-"""
+(envs, network spec, saved agent, evaluation against random), so no backend asks which game it plays."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 
+from agents.base import load
 from agents.games import new_game
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent
 from agents.ppo.boardgame_env import SEATS, BoardGameVectorEnv, check_game
@@ -22,23 +22,17 @@ class Task:
     def __init__(self, settings):
         self.settings = settings
         self.probe = self.new_game()  # the start of a game: its observation shape and actions
-
-    @property
-    def name(self) -> str:
-        """The game: a board game's name or a chess variant's."""
-        return self.probe.name
+        self.name = self.probe.name  # a board game's name or a chess variant's
 
     def new_game(self):
-        raise NotImplementedError
+        """A new game of the task's."""
 
     def make_envs(self, num_envs: int | None = None):
         """``num_envs`` games (default ``settings.num_envs``) of the learner against its opponent."""
-        raise NotImplementedError
 
     def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
         """``win_rate_<side>``, ``win_low_<side>``, ``win_high_<side>`` (95% Wilson), ``draws_<side>`` and
         ``losses_<side>`` of the deterministic ``agent`` against the random player, ``games`` per side."""
-        raise NotImplementedError
 
     def agent_options(self) -> dict:
         """What :class:`PPOAgent` needs besides the network and the game's name."""
@@ -72,9 +66,8 @@ class ChessTask(Task):
 
     def __init__(self, settings):
         if settings.selfplay:
-            raise ValueError("selfplay (a pool of past selves) is the board games'; on chess it did not beat "
-                             "training against the random player at equal wall-clock and was removed "
-                             "(docs/decisions.md)")
+            raise ValueError("selfplay (a pool of past selves) is the board games'; on chess it did not beat training "
+                             "against the random player at equal wall-clock and was removed (docs/decisions.md)")
         super().__init__(settings)
 
     def new_game(self):
@@ -84,11 +77,8 @@ class ChessTask(Task):
         return {"history": 1, "last_move": True}  # the envs' observation encoding
 
     def env_kwargs(self) -> dict:
-        """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` (the opponent is built separately).
-
-        ``illegal_action="raise"``: the masked policies never choose an illegal action, so one is a bug to
-        surface, not a loss to learn from.
-        """
+        """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` but the opponent; ``illegal_action="raise"``:
+        a masked policy never chooses an illegal action, so one is a bug to surface, not a loss to learn from."""
         s = self.settings
         return {"variant": s.variant, "agent_color": s.agent_color, "reward": s.reward, "start": s.start,
                 "material_scale": s.material_scale, "illegal_action": "raise"}
@@ -97,11 +87,10 @@ class ChessTask(Task):
         s = self.settings
         return gym.make_vec(get_variant(s.variant).gym_id, num_envs=num_envs or s.num_envs,
                             vectorization_mode="vector_entry_point", autoreset_mode="SameStep",
-                            opponent=make_opponent(s, seed=s.seed + 1), **self.env_kwargs())
+                            opponent=make_opponent(s.opponent, s.opponent_eps, s.seed + 1), **self.env_kwargs())
 
     def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
         from agents.arena.evaluation import versus_random
-
         row = {}
         for color in sides or self.settings.eval_colors():
             match = versus_random(agent, self.settings.variant, games=games, color=color, seed=seed)
@@ -110,10 +99,8 @@ class ChessTask(Task):
 
 
 class BoardGameTask(Task):
-    """A board game (:data:`agents.games.BOARD_GAMES`): the learner in a seat drawn per game
-    (``agent_color``: ``"white"`` first, ``"black"`` second, ``"random"``) against the random player, or
-    with ``selfplay`` against the pool of its past selves with ``selfplay_random`` of the games against
-    random; reward +1 / 0 / -1 at the end; a linear policy head (Connect Four's columns are not planes)."""
+    """A board game: the learner in a seat (``agent_color`` ``"white"``: first) against the random player or
+    (``selfplay``) its past selves; a linear policy head (Connect Four's columns are not planes)."""
 
     policy_head = "linear"
     #: ``PPOSettings`` fields a board-game run does not read (chess's rules, rewards and RLlib's runners).
@@ -143,7 +130,6 @@ class BoardGameTask(Task):
     def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
         from agents.arena import play_match
         from agents.players.random_agent import RandomAgent
-
         row = {}
         for seat in sides or SEATS:
             match = play_match(agent, RandomAgent(seed), self.name, games, seed, seats=seat, names=("ppo", "random"))
@@ -157,13 +143,9 @@ def task_for(settings) -> Task:
     return ChessTask(settings) if settings.game is None else BoardGameTask(settings)
 
 
-def make_opponent(settings, seed: int = 0):
-    """A chess run's opponent in the single-agent env: ``None`` (the random player) or the saved agent, eps-mixed."""
-    if settings.opponent is None:
+def make_opponent(path: str | None, eps: float = 0.0, seed: int = 0):
+    """A chess run's opponent in the single-agent env: ``None`` (the random player) or the agent saved at ``path``,
+    playing a random move with probability ``eps``."""
+    if path is None:
         return None
-    from agents import load
-
-    inner = load(settings.opponent)
-    if settings.opponent_eps > 0:
-        return EpsilonRandomAgent(inner, settings.opponent_eps, seed=seed)
-    return inner
+    return EpsilonRandomAgent(load(path), eps, seed=seed) if eps > 0 else load(path)
