@@ -37,12 +37,8 @@ def _mps_available() -> bool:
 
 
 def autocast(device: torch.device, enabled: bool = True, batch: int | None = None):
-    """bf16 autocast where it was measured to pay, else a no-op: a CPU with native bf16 (AVX512-BF16 or AMX, as oneDNN
-    reports it) and network calls of ``batch >= 64`` positions. benchmarks/bench_inference.py (Gardner network,
-    2026-11-22): on 2 AVX512-BF16 cores bf16 ran 1.4x float32 at batch 64, 4.5x at 1,024 (self-play's batch), 0.84x at
-    4; on an H100 0.86x at 1,024 (the network is too small for tensor cores to pay for the casts), so CUDA runs float32.
-    Training steps (Connect Four network, batch 256, 2 AMX cores): 22 ms against 47 ms; the loops that opt in keep
-    float32 weights and losses."""
+    """bf16 autocast where it was measured to pay (docs/alphazero.md), else a no-op: a CPU with native bf16
+    (AVX512-BF16 or AMX, as oneDNN reports it) and network calls of ``batch >= 64`` positions; CUDA runs float32."""
     if enabled and device.type == "cpu" and batch is not None and batch >= 64 and cpu_has_native_bf16():
         return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -193,7 +193,7 @@ def write_report(args, config, pretrained, state, vs_random, head_to_head, final
     losses_plot(os.path.join(out, "losses.png"), metrics)
     rows = [[f"random ({color})", m.games, f"{m.wins}-{m.draws}-{m.losses}",
              "{:.3f} [{:.3f}, {:.3f}]".format(m.win_rate, *m.win_interval),
-             "{:.3f} [{:.3f}, {:.3f}]".format(m.score, *m.score_interval), f"{m.mean_plies:.0f}"]
+             "{:.3f} [{:.3f}, {:.3f}]".format(m.score, *m.interval), f"{m.mean_plies:.0f}"]
             for color, m in vs_random.items()]
     rows += [[name, t.games, f"{t.wins}-{t.draws}-{t.losses}", f"{t.wins / t.games:.3f}",
               "{:.3f} [{:.3f}, {:.3f}]".format(t.score, *t.interval), "-"] for name, t in head_to_head]

@@ -6,7 +6,7 @@
     python experiments/ppo_boardgames.py --resume                     # continue an interrupted run
 
 One network plays both seats (drawn per game); ``--opponent self`` trains against a pool of its past
-selves (``agents/ppo/selfplay.py``'s ``OpponentPool``) with 20% of the games against the random player.
+selves (``agents.ppo.boardgame_env.OpponentPool``) with 20% of the games against the random player.
 The algorithm, checkpoints, resume, metrics, TensorBoard and the saved agent are the chess PPO's
 (``agents/ppo/native.py``, ``agents.runs``, ``PPOAgent``); the env, the linear policy head and the
 evaluation are the game's task (``agents/ppo/task.py``'s ``BoardGameTask``).

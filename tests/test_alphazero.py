@@ -189,7 +189,7 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
     from agents.alphazero import train as train_module
     from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
 
-    def kill_an_actor(net, encoding, iteration):
+    def kill_an_actor(net, iteration):
         if iteration == 1:
             ray.kill(started_pools[0].workers[0])  # lost between iterations: the next one must replace it
         return {}

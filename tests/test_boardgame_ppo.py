@@ -25,7 +25,7 @@ from agents.ppo.agent import PPOAgent  # noqa: E402
 from agents.ppo.boardgame_env import BoardGameVectorEnv  # noqa: E402
 from agents.ppo.common import PPOSettings, train  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig  # noqa: E402
-from agents.ppo.selfplay import PAST_SELF, RANDOM  # noqa: E402
+from agents.ppo.boardgame_env import PAST_SELF, RANDOM  # noqa: E402
 from agents.ppo.task import BoardGameTask, task_for  # noqa: E402
 
 

@@ -49,8 +49,8 @@ def write_json(path, data) -> None:
 
 def ppo_agent() -> PPOAgent:
     variant = get_variant("3x3")
-    config = PPONetConfig.for_variant(variant, ObservationEncoding(variant, 1, True).num_channels, channels=4,
-                                      conv_layers=1, value_hidden=8)
+    config = PPONetConfig(*ObservationEncoding(variant, 1, True).shape, variant.num_actions, channels=4,
+                          conv_layers=1, value_hidden=8)
     return PPOAgent(PPONet(config), "3x3")
 
 

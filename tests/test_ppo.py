@@ -29,8 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def small_net(variant: str = "3x3", seed: int = 0) -> PPONet:
     torch.manual_seed(seed)
     v = get_variant(variant)
-    return PPONet(PPONetConfig.for_variant(v, ObservationEncoding(v).num_channels, channels=8, conv_layers=1,
-                                           value_hidden=16))
+    return PPONet(PPONetConfig(*ObservationEncoding(v).shape, v.num_actions, channels=8, conv_layers=1,
+                               value_hidden=16))
 
 
 def random_positions(variant: str, count: int, seed: int = 0) -> list[Position]:

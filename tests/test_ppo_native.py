@@ -16,7 +16,7 @@ from agents.ppo import native  # noqa: E402
 from agents.ppo.agent import PPOAgent  # noqa: E402
 from agents.ppo.common import PPOSettings, train  # noqa: E402
 from agents.ppo.network import PPONet  # noqa: E402
-from agents.ppo.selfplay import OpponentPool  # noqa: E402
+from agents.ppo.boardgame_env import OpponentPool  # noqa: E402
 from agents.ppo.task import task_for  # noqa: E402
 from agents.players.random_agent import RandomAgent  # noqa: E402
 from minichess_envs import Position  # noqa: E402
@@ -173,16 +173,14 @@ def test_sampling_never_picks_an_illegal_action(variant):
 
 
 def test_opponent_pool_keeps_the_newest_and_draws_with_a_recency_bias():
-    pool = OpponentPool(size=3, sampling="recent")
+    pool = OpponentPool(size=3)
     for it in range(1, 6):
         pool.add(it, {"w": torch.tensor([float(it)])})
     assert [it for it, _ in pool.snapshots] == [3, 4, 5]
     assert pool.probabilities().tolist() == pytest.approx([1 / 6, 2 / 6, 3 / 6])
     draws = [pool.draw(np.random.default_rng(s))[0] for s in range(600)]
     assert draws.count(5) > draws.count(4) > draws.count(3) > 0
-    assert OpponentPool(4, "uniform").probabilities().size == 0
-    with pytest.raises(ValueError, match="sampling"):
-        OpponentPool(3, "newest")
+    assert OpponentPool(4).probabilities().size == 0
 
 
 # -- tiny runs ------------------------------------------------------------------------------------
@@ -240,8 +238,6 @@ def test_a_resumed_run_ends_bit_identical_to_an_uninterrupted_one(tmp_path, sett
 def test_settings_check_the_self_play_options():
     with pytest.raises(ValueError, match="selfplay_random"):
         PPOSettings(selfplay=True, selfplay_random=1.5)
-    with pytest.raises(ValueError, match="pool_sampling"):
-        PPOSettings(pool_sampling="newest")
     with pytest.raises(ValueError, match="pool_every"):
         PPOSettings(pool_every=0)
 

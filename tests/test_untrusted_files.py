@@ -438,8 +438,8 @@ def test_nan_or_infinite_weights_are_refused_naming_the_file_and_tensor(tmp_path
     from minichess_envs.variants import get_variant
 
     variant = get_variant("3x3")
-    config = PPONetConfig.for_variant(variant, ObservationEncoding(variant, 1, True).num_channels, channels=4,
-                                      conv_layers=1, value_hidden=8)
+    config = PPONetConfig(*ObservationEncoding(variant, 1, True).shape, variant.num_actions, channels=4,
+                          conv_layers=1, value_hidden=8)
     net = PPONet(config)
     name, tensor = next((k, v) for k, v in net.state_dict().items() if v.is_floating_point())
     for bad in (float("nan"), float("inf")):

@@ -31,9 +31,13 @@ class AlphaZeroAgent(Agent):
                              f"does not fit {game} with observations {probe.observation_shape}")
         check_number("simulations", simulations, 0, kind=int)
         self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
-        self.simulations = simulations
         self.evaluator = NetworkEvaluator(self.net)
         self.name = name
+
+    @property
+    def simulations(self) -> int:
+        """Simulations per move (0: the network's most probable move), held in :attr:`search`."""
+        return self.search.simulations
 
     @classmethod
     def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
@@ -102,7 +106,7 @@ class AlphaZeroAgent(Agent):
     def save(self, path: str) -> None:
         save_network(path, self.net)
         write_manifest(path, self, game=self.game, history=self.history, last_move=self.last_move,
-                       simulations=self.simulations, search=dataclasses.asdict(self.search))
+                       search=dataclasses.asdict(self.search))
 
     def to(self, device: str = "auto") -> AlphaZeroAgent:
         """The agent, its network moved to ``device`` (:func:`agents.devices.resolve_device`)."""
@@ -117,15 +121,17 @@ class AlphaZeroAgent(Agent):
         settings = dict(manifest["settings"])
         if "variant" in settings:  # saved before board games and chess shared this class
             settings["game"] = settings.pop("variant")
-        settings = check_settings(path, settings, {"game": str, "simulations": int, "search": dict},
-                                  {"history": int, "last_move": bool},
+        # "simulations" beside "search": saved before the search settings held them
+        settings = check_settings(path, settings, {"game": str, "search": dict},
+                                  {"history": int, "last_move": bool, "simulations": int},
                                   bounds={"simulations": (0, 10**6), "history": (1, 64)})
         search_settings = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
-        sims = settings["simulations"] if simulations is None else simulations
         try:
+            search = SearchConfig.from_dict(search_settings)
+            sims = settings.get("simulations", search.simulations) if simulations is None else simulations
             agent = cls(net, settings["game"], settings.get("history", 1), settings.get("last_move", False), sims,
-                        SearchConfig.from_dict(search_settings), manifest.get("name", "alphazero"))
+                        search, manifest.get("name", "alphazero"))
         except ValueError as exc:
             raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
         return agent if device == "cpu" else agent.to(device)

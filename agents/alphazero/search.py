@@ -114,7 +114,6 @@ class NetworkEvaluator:
         self.mixed_precision = mixed_precision  # bf16 autocast where it pays (agents.devices.autocast)
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
         self.cache_size = cache_size
-        self.hits = self.misses = 0
 
     def clear(self) -> None:
         self.cache.clear()
@@ -133,8 +132,6 @@ class NetworkEvaluator:
             else:
                 priors[j, np.flatnonzero(masks[j])] = hit[0]
                 values[j] = hit[1]
-        self.hits += n - len(missing)
-        self.misses += len(missing)
         if missing:
             p, v = self.evaluate(observations[missing], masks[missing])
             priors[missing], values[missing] = p, v

@@ -43,11 +43,6 @@ class RandomMatch(Tally):
         """Wilson 95% interval of the win rate."""
         return self.rate_interval("wins")
 
-    @property
-    def score_interval(self) -> tuple[float, float]:
-        """Wilson 95% interval of the score (draws as half a success)."""
-        return self.interval
-
     def __str__(self) -> str:
         lo, hi = self.win_interval
         return (f"{self.variant} as {self.color}: {self.wins}-{self.draws}-{self.losses} (W-D-L) of {self.games}, "

@@ -9,7 +9,7 @@ import importlib
 _MODULES = {
     "agent": ("PPOAgent", "EpsilonRandomAgent", "ByColorAgent"), "network": ("PPONet", "PPONetConfig"),
     "common": ("PPOSettings", "train"), "native": ("NativeBackend",), "task": ("Task", "task_for"),
-    "selfplay": ("OpponentPool",), "boardgame_env": ("BoardGameVectorEnv",),
+    "boardgame_env": ("BoardGameVectorEnv", "OpponentPool"),
     "rllib_module": ("MaskedPPOModule",), "rllib_train": ("single_agent_config", "multi_agent_config"),  # need ray
     "sb3_train": ("PPONetPolicy",),  # needs sb3-contrib
 }

@@ -1,5 +1,6 @@
 """The board games' vector env for the built-in PPO: ``num_envs`` games of a :class:`~agents.games.Game`,
-the learner against the random player or its past self; same-step autoreset, PettingZoo-style dicts."""
+the learner against the random player or its past self (drawn from an :class:`OpponentPool`); same-step autoreset,
+PettingZoo-style dicts. On chess the pool was measured and removed (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,40 @@ from gymnasium.vector.utils import batch_space
 from agents.games import BOARD_GAMES, new_game
 from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
-from agents.ppo.selfplay import KINDS, PAST_SELF, RANDOM
 
 SEATS = ("first", "second")
+RANDOM, PAST_SELF = 0, 1  # a game's opponent kind
+KINDS = ("random", "past_self")
+
+
+class OpponentPool:
+    """The learner's past selves: ``(iteration, weights)`` snapshots, the newest ``size`` kept, the k-th oldest
+    drawn with weight k."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.snapshots: list[tuple[int, dict]] = []
+
+    def add(self, iteration: int, state_dict: dict) -> None:
+        self.snapshots.append((iteration, {k: v.detach().clone() for k, v in state_dict.items()}))
+        del self.snapshots[:-self.size]
+
+    def probabilities(self) -> np.ndarray:
+        """The chance of each snapshot (oldest first) to be drawn."""
+        weights = np.arange(1, len(self.snapshots) + 1, dtype=float)
+        return weights / weights.sum()
+
+    def draw(self, rng: np.random.Generator) -> tuple[int, dict]:
+        """One snapshot, ``(iteration it was taken at, weights)``."""
+        if not self.snapshots:
+            raise ValueError("the opponent pool is empty")
+        return self.snapshots[int(rng.choice(len(self.snapshots), p=self.probabilities()))]
+
+    def state(self) -> dict:
+        return {"iterations": [it for it, _ in self.snapshots], "weights": [w for _, w in self.snapshots]}
+
+    def restore(self, state: dict) -> None:
+        self.snapshots = [(int(it), dict(w)) for it, w in zip(state["iterations"], state["weights"])]
 
 
 def check_game(name: str) -> str:

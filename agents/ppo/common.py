@@ -38,12 +38,11 @@ class PPOSettings:
     opponent: str | None = None  # a saved agent's directory; None: the env's random player
     opponent_eps: float = 0.0  # with an opponent: probability that it plays a random move instead
     init_from: str | None = None  # a saved PPO agent whose weights start the policy (else random init)
-    # self-play (native backend, board games): a pool of past selves, see agents/ppo/selfplay.py
+    # self-play (native backend, board games): a pool of past selves, agents.ppo.boardgame_env.OpponentPool
     selfplay: bool = False
     selfplay_random: float = 0.2  # probability that a game is against the random player instead
     pool_every: int = 5  # a snapshot of the learner joins the pool every pool_every iterations
-    pool_size: int = 16  # the newest pool_size snapshots are kept
-    pool_sampling: str = "recent"  # "uniform" or "recent" (the k-th oldest drawn with weight k)
+    pool_size: int = 16  # the newest pool_size snapshots are kept (the k-th oldest drawn with weight k)
     # PPO with GAE
     gamma: float = 0.3
     lambda_: float = 1.0
@@ -70,8 +69,7 @@ class PPOSettings:
         checks = {"agent_color": self.agent_color in ("white", "black", "random"),
                   "reward": self.reward in ("outcome", "material"), "gamma": 0.0 <= self.gamma <= 1.0,
                   "lambda_": 0.0 <= self.lambda_ <= 1.0, "opponent_eps": 0.0 <= self.opponent_eps <= 1.0,
-                  "selfplay_random": 0.0 <= self.selfplay_random <= 1.0,
-                  "pool_sampling": self.pool_sampling in ("uniform", "recent"), "lr": self.lr > 0,
+                  "selfplay_random": 0.0 <= self.selfplay_random <= 1.0, "lr": self.lr > 0,
                   "material_scale": self.material_scale >= 0}
         for name in ("train_batch", "minibatch", "epochs", "num_envs", "channels", "conv_layers", "value_hidden",
                      "threads", "pool_every", "pool_size"):

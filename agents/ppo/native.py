@@ -13,7 +13,7 @@ from torch import nn
 
 from agents.ppo.common import Backend, PPOSettings, iteration_row, steps_per_game
 from agents.ppo.network import PPONet, mask_logits
-from agents.ppo.selfplay import KINDS, OpponentPool
+from agents.ppo.boardgame_env import KINDS, OpponentPool
 from agents.ppo.task import Task
 
 
@@ -185,7 +185,7 @@ class NativeBackend(Backend):
         self.net = PPONet(task.net_config())
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=settings.lr, eps=1e-5)
         self.envs = task.make_envs()
-        self.pool = OpponentPool(settings.pool_size, settings.pool_sampling) if settings.selfplay else None
+        self.pool = OpponentPool(settings.pool_size) if settings.selfplay else None
         self.iteration = 0
 
     def iterate(self) -> dict:

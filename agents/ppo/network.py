@@ -37,11 +37,6 @@ class PPONetConfig:
                              f"{self.height}x{self.width} board")
         return planes
 
-    @classmethod
-    def for_variant(cls, variant, channels_in: int, **sizes) -> PPONetConfig:
-        """The config for a :class:`~minichess_envs.Variant` and an observation with ``channels_in`` planes."""
-        return cls(variant.height, variant.width, channels_in, variant.num_actions, **sizes)
-
 
 def mask_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Logits with every illegal action (``mask == 0``) at the most negative finite float."""
