@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from agents.games import BOARD_GAMES, ChessGame, Game, new_game
+from agents.games import BOARD_GAMES, SEAT_NAMES, ChessGame, Game, new_game
 from agents.arena.ratings import wilson_interval
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Position
@@ -32,11 +32,9 @@ from minichess_envs.pgn import game_pgn
 from minichess_envs.players import check_player, legal_action, player_choice, player_choices, player_name
 from minichess_envs.variants import get_variant
 
-RESULTS = ("1-0", "1/2-1/2", "0-1")
+WIN_RESULTS = ("1-0", "0-1")  # by the winner: the first player (White) or the second
 PLY_LIMIT = "ply limit"
 ILLEGAL_MOVE = "illegal move"
-#: How a board game's records name its seats (chess: ``COLOR_NAMES``, white and black).
-SEAT_NAMES = ("first", "second")
 
 
 def game_seed(*entropy: int) -> int:
@@ -140,7 +138,7 @@ def _start(game: str, seed: int, round: str, names: Sequence[str], seats: tuple[
 def _record(board: _Board, opening_plies: int, pgn: bool, event: str | None) -> GameRecord:
     game, names = board.game, board.names
     winner = game.winner()
-    result = board.forfeit or ("1/2-1/2" if winner is None else RESULTS[2 * winner])
+    result = board.forfeit or ("1/2-1/2" if winner is None else WIN_RESULTS[winner])
     termination = ILLEGAL_MOVE if board.forfeit else "draw" if winner is None else "win"
     start_fen = text = None
     if not isinstance(game, ChessGame):
@@ -224,15 +222,15 @@ class Tally:
 
 
 #: A seat by either of its names: chess's colors or a board game's order of play.
-SEATS = {"white": "white", "black": "black", "first": "white", "second": "black"}
+SEAT_ALIASES = {"white": "white", "black": "black", "first": "white", "second": "black"}
 
 
 def tally(games: Iterable[GameRecord], player: str, opponent: str | None = None, color: str | None = None) -> Tally:
     """``player``'s results over ``games`` (only against ``opponent`` / in seat ``color``, if given:
     ``"white"`` or ``"first"``, ``"black"`` or ``"second"``)."""
-    if color is not None and color not in SEATS:
+    if color is not None and color not in SEAT_ALIASES:
         raise ValueError(f"color must be 'white' ('first'), 'black' ('second') or None, not {color!r}")
-    seat = SEATS.get(color)
+    seat = SEAT_ALIASES.get(color)
     return Tally.count(g.score(player) for g in games if player in (g.white, g.black)
                        and (not opponent or opponent in (g.white, g.black))
                        and (not seat or getattr(g, seat) == player))
@@ -331,8 +329,6 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             white, black = (i, j) if first else (j, i)
             opening = openings[(k // 2) % len(openings)] if openings else None  # both colors per opening
             tasks.append(_Task(p, k, white, black, game_seed(s, k), f"{p + 1}.{k + 1}", opening))
-    name = game if game in BOARD_GAMES else get_variant(game).name
-    game_options = {"event": f"minichess-envs arena: {name}", **game_options}
     records: dict[tuple[int, int], GameRecord] = {}
 
     def done(task: _Task, record: GameRecord) -> None:
@@ -364,13 +360,11 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             for p, (i, j) in enumerate(pairings)]
 
 
-def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, *,
-               seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
-               workers: int = 1, progress=None, **game_options) -> MatchResult:
+def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, **options) -> MatchResult:
     """``games`` games of ``game`` between two agents, ``agent_a`` moving first in the even-numbered ones
-    (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); see :func:`run_tournament`."""
-    return run_tournament([agent_a, agent_b], game, games, seed, seats=seats, lockstep=lockstep, names=names,
-                          workers=workers, progress=progress, **game_options)[0]
+    (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); ``options`` (``seats``,
+    ``lockstep``, ``names``, ``workers``, ``progress``, ``ply_limit``, ...) as for :func:`run_tournament`."""
+    return run_tournament([agent_a, agent_b], game, games, seed, **options)[0]
 
 
 def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task], lockstep: bool, *,
@@ -378,10 +372,8 @@ def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Seque
                 start_fen: str | None = None, ply_limit: int | None = None,
                 encoding: ObservationEncoding | None = None):
     """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends.
-
-    In ``lockstep`` the games are played at once, the players reset once, unseeded: every round, each player in
-    turn chooses in all the games where it is to move in one :func:`player_choices` call. Else they are played
-    one by one, each player reset with a seed of the game's.
+    In ``lockstep`` (see :func:`run_tournament`) every round each player chooses in all its games in one
+    :func:`player_choices` call; else the games are played one by one, each player reset with a seed of the game's.
     """
     if illegal not in ("raise", "forfeit"):
         raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-from agents.games.base import Game, GridGame, play, terminal_value
+from agents.games.base import SEAT_NAMES, Game, GridGame, play, terminal_value
 from agents.games.chess import ChessGame
 from agents.games.connect_four import ConnectFour
 from agents.games.tictactoe import TicTacToe
@@ -36,5 +36,5 @@ def pettingzoo_env(name: str):
     return env
 
 
-__all__ = ["BOARD_GAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
+__all__ = ["BOARD_GAMES", "SEAT_NAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
            "new_game", "pettingzoo_env", "play", "terminal_value"]

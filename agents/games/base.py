@@ -10,6 +10,9 @@ import numpy as np
 
 from agents.base import Agent
 
+#: How a board game names its players (chess: ``COLOR_NAMES``, white and black).
+SEAT_NAMES = ("first", "second")
+
 
 class Game:
     """One position of a two-player zero-sum game, changed in place by :meth:`step`; subclasses set ``name``,

@@ -26,7 +26,7 @@ class ConnectFour(GridGame, length=4, zobrist_seed=4):
 H1 = 7  # bits per column: 6 cells and a sentinel
 BOARD = sum(0b111111 << (c * H1) for c in range(7))
 CENTER = 0b111111 << (3 * H1)
-ORDER = (3, 2, 4, 1, 5, 0, 6)  # centre first: better cut-offs, and the ties the root breaks
+COLUMN_ORDER = (3, 2, 4, 1, 5, 0, 6)  # centre first: better cut-offs, and the ties the root breaks
 WIN = 1_000_000
 
 
@@ -78,7 +78,7 @@ def _negamax(mine: int, mask: int, depth: int, alpha: int, beta: int, ply: int) 
     if depth == 0:
         return heuristic(mine, mask)
     best = -WIN - 100
-    for c in ORDER:
+    for c in COLUMN_ORDER:
         if mask & (1 << (c * H1 + 5)):
             continue  # the column is full
         move = (mask + (1 << (c * H1))) & (0b111111 << (c * H1))
@@ -100,7 +100,7 @@ def alpha_beta_values(game: ConnectFour, depth: int, exact: bool = False) -> dic
     mine, mask = bitboards(game)
     out: dict[int, int] = {}
     best = -WIN - 100
-    for c in ORDER:
+    for c in COLUMN_ORDER:
         if mask & (1 << (c * H1 + 5)):
             continue
         move = (mask + (1 << (c * H1))) & (0b111111 << (c * H1))

@@ -9,11 +9,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from agents.games import BOARD_GAMES, new_game
+from agents.games import BOARD_GAMES, SEAT_NAMES, new_game
 from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
 
-SEATS = ("first", "second")
 RANDOM, PAST_SELF = 0, 1  # a game's opponent kind
 KINDS = ("random", "past_self")
 
@@ -65,7 +64,7 @@ class BoardGameVectorEnv(VectorEnv):
     def __init__(self, game: str, num_envs: int, net_config: PPONetConfig, *, learner_seat: str = "random",
                  random_share: float = 0.2):
         self.game = check_game(game)
-        if learner_seat not in (*SEATS, "random"):
+        if learner_seat not in (*SEAT_NAMES, "random"):
             raise ValueError(f"learner_seat must be 'first', 'second' or 'random', got {learner_seat!r}")
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be a probability in [0, 1], got {random_share}")
@@ -118,7 +117,7 @@ class BoardGameVectorEnv(VectorEnv):
                 rewards[i] = 0.0 if winner is None else (1.0 if winner == learner else -1.0)
                 infos = self._add_info(infos, {
                     "final_obs": {k: v[i] for k, v in final.items()},
-                    "winner": None if winner is None else SEATS[winner], "learner_color": SEATS[learner],
+                    "winner": None if winner is None else SEAT_NAMES[winner], "learner_color": SEAT_NAMES[learner],
                     "moves": int(game.moves), "opponent": KINDS[self.kinds[i]]}, i)
             self._new_games(ended)
         return self._observations(), rewards, terminated, np.zeros(n, bool), infos
@@ -127,10 +126,10 @@ class BoardGameVectorEnv(VectorEnv):
         """Start games: the learner's seat and the opponent drawn, the opponent's first move if it sits first."""
         for i in indices:
             rng = self._rngs[i]
-            seat = self.learner_seat if self.learner_seat != "random" else SEATS[int(rng.integers(2))]
+            seat = self.learner_seat if self.learner_seat != "random" else SEAT_NAMES[int(rng.integers(2))]
             kind = RANDOM if not self.has_past_self or rng.random() < self.random_share else PAST_SELF
             self.games[i] = new_game(self.game)
-            self.learners[i], self.kinds[i] = SEATS.index(seat), kind
+            self.learners[i], self.kinds[i] = SEAT_NAMES.index(seat), kind
             self.games_started[kind] += 1
         self._reply(np.array([i for i in indices if self.learners[i] == 1], np.int64))
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import gymnasium as gym
 
 from agents.base import load
-from agents.games import new_game
+from agents.games import SEAT_NAMES, new_game
 from agents.ppo.agent import EpsilonRandomAgent, PPOAgent
-from agents.ppo.boardgame_env import SEATS, BoardGameVectorEnv, check_game
+from agents.ppo.boardgame_env import BoardGameVectorEnv, check_game
 from agents.ppo.network import PPONet, PPONetConfig
 from minichess_envs.variants import get_variant
 
@@ -131,7 +131,7 @@ class BoardGameTask(Task):
         from agents.arena import play_match
         from agents.players.random_agent import RandomAgent
         row = {}
-        for seat in sides or SEATS:
+        for seat in sides or SEAT_NAMES:
             match = play_match(agent, RandomAgent(seed), self.name, games, seed, seats=seat, names=("ppo", "random"))
             t = match.tally("ppo")
             row.update(self.row(seat, t.wins, t.draws, t.losses, t.games, t.rate_interval("wins")))
