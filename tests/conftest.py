@@ -8,17 +8,17 @@ import pytest
 @pytest.fixture
 def started_pools(monkeypatch) -> list:
     """Every self-play worker pool started while the test runs, in order (the training loops start theirs
-    through :class:`agents.alphazero.workers.SelfPlaySchedule`, which builds the patched class)."""
-    from agents.alphazero import workers
+    through :class:`agents.alphazero.selfplay.SelfPlaySchedule`, which builds the patched class)."""
+    from agents.alphazero import selfplay
 
     pools = []
 
-    class Recorded(workers.SelfPlayPool):
+    class Recorded(selfplay.WorkerPool):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr(workers, "SelfPlayPool", Recorded)
+    monkeypatch.setattr(selfplay, "WorkerPool", Recorded)
     return pools
 
 

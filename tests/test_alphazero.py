@@ -187,7 +187,8 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
     import dataclasses
 
     from agents.alphazero import train as train_module
-    from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
+    from agents.alphazero.selfplay import numpy_weights, share_jobs
+    from agents.workers import WorkerPool
 
     def kill_an_actor(net, iteration):
         if iteration == 1:
@@ -203,11 +204,11 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
 
     # retries are bounded: with none allowed, a lost actor ends the run with a clear error
     pool_config = tiny_config(tmp_path / "pool", workers=1, ray_address="local")
-    pool = SelfPlayPool(train_module.SelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
+    pool = WorkerPool(train_module.SelfPlayer, dataclasses.asdict(pool_config), 1, "local", max_restarts=0)
     try:
         net = make_net(pool_config)
         ray.kill(pool.workers[0])
-        with pytest.raises(RuntimeError, match="1 self-play worker failures in one iteration"):
+        with pytest.raises(RuntimeError, match="1 worker failures in one submission"):
             pool.play(numpy_weights(net), share_jobs([new_game("3x3")], 1, np.random.default_rng(0)))
     finally:
         pool.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import multiprocessing
 import os
 
 import numpy as np
@@ -153,6 +154,27 @@ def test_results_are_reproducible_from_seeds():
     assert g.seed == game_seed(pairing_seed(11, "random", "minimax-d1"), 1)
     bigger = all_games(run_tournament(field() + [MinimaxAgent(2)], "gardner", games=6, seed=11))
     assert [h.moves for h in bigger if "minimax-d2" not in (h.white, h.black)] == [h.moves for h in first]
+
+
+class DiesOnce(RandomAgent):
+    """A random player whose worker process dies the first time it moves there (a flag file records it)."""
+
+    def __init__(self, flag: str, seed: int):
+        super().__init__(seed)
+        self.flag, self.name = flag, "dies-once"
+
+    def act(self, observation, action_mask, position=None):
+        if multiprocessing.parent_process() is not None and not os.path.exists(self.flag):
+            open(self.flag, "w").close()
+            os._exit(9)  # as a kill or the OOM killer would leave it: no answer, no cleanup
+        return super().act(observation, action_mask, position)
+
+
+def test_a_lost_arena_worker_is_replaced_and_its_game_played_again(tmp_path):
+    flag = str(tmp_path / "died")
+    straight = all_games(run_tournament([DiesOnce(flag, 1), GreedyAgent(2)], "gardner", games=8, seed=3))
+    repaired = all_games(run_tournament([DiesOnce(flag, 1), GreedyAgent(2)], "gardner", games=8, seed=3, workers=2))
+    assert os.path.exists(flag) and [g.pgn for g in repaired] == [g.pgn for g in straight]
 
 
 def test_colors_alternate_and_tallies_add_up():

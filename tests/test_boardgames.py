@@ -263,24 +263,25 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
     import signal
 
     from agents.alphazero.train import ScaleConfig, SelfPlayer, make_net
-    from agents.alphazero.workers import SelfPlayPool, numpy_weights, share_jobs
+    from agents.alphazero.selfplay import numpy_weights, share_jobs
     from agents.games import TicTacToe
+    from agents.workers import WorkerPool
 
     config = _tiny(tmp_path)
     weights = numpy_weights(make_net(config))
     jobs = share_jobs([TicTacToe(), TicTacToe()], 1, np.random.default_rng(0))
-    pool = SelfPlayPool(SelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
+    pool = WorkerPool(SelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
     try:
         samples, results = pool.play(weights, jobs)[0]
         assert len(results) == 2 and len(samples) == sum(len(r.actions) for r in results)
-        with pytest.raises(ValueError, match="2 jobs for 1 workers"):
-            pool.play(weights, jobs * 2)
+        again = pool.play(weights, jobs * 2)  # more jobs than workers: each takes the next when done
+        assert [len(r) for _, r in again] == [2, 2] and [r.actions for r in again[1][1]] == [r.actions for r in results]
         wrong = {**weights, "unexpected": np.zeros(1, np.float32)}
-        with pytest.raises(RuntimeError, match="(?s)self-play worker 0 failed.*unexpected"):
+        with pytest.raises(RuntimeError, match="(?s)worker 0 failed.*unexpected"):
             pool.play(wrong, jobs)
         os.kill(pool.pids[0], signal.SIGKILL)
         pool.workers[0].join()
-        with pytest.raises(RuntimeError, match="1 self-play worker failures in one iteration, more than "
+        with pytest.raises(RuntimeError, match="1 worker failures in one submission, more than "
                                                "max_restarts=0"):
             pool.play(weights, jobs)
     finally:

@@ -327,3 +327,19 @@ def test_moves_that_draw_at_once_are_marked_where_the_engine_says_winning_as_pyt
     batch, = GameDataset(str(tmp_path), validation=1.0, winning_cp=300).batches(100, split="validation")
     assert [sorted(np.flatnonzero(row)) for row in batch.draws] == expected
     assert GameDataset(str(tmp_path), validation=1.0).batches(100, split="validation").__next__().draws is None
+
+
+def square_or_die_once(flag: str, x: int) -> int:
+    """A job whose worker process dies the first time it runs job 3 (the flag file records it)."""
+    if x == 3 and not os.path.exists(flag):
+        open(flag, "w").close()
+        os._exit(9)
+    return x * x
+
+
+def test_a_lost_generation_worker_is_replaced_and_its_chunk_run_again(tmp_path):
+    from agents.supervised.engine_games import _run_jobs
+
+    flag = str(tmp_path / "died")
+    results = list(_run_jobs(square_or_die_once, [(flag, x) for x in range(6)], workers=2, ray_address=None))
+    assert os.path.exists(flag) and sorted(results) == [x * x for x in range(6)]

@@ -1,13 +1,20 @@
-"""Self-play: many games in lockstep, one batched search per move for all of them; the replay buffer."""
+"""Self-play: many games in lockstep, one batched search per move for all of them; in worker processes or Ray
+actors (:class:`SelfPlaySchedule`), one share of an iteration's games per worker, each with its own seed
+(:func:`share_jobs`), so a run is the same for a given number of workers and a share replayed after its worker
+was lost gives the same games; the replay buffer."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import time
+from typing import Callable, Sequence
 
 import numpy as np
 
 from agents.alphazero.search import SearchConfig, search
 from agents.games.base import Game
+from agents.workers import WorkerPool
 
 
 @dataclasses.dataclass
@@ -160,3 +167,58 @@ class ReplayBuffer:
             self.policies[:n] = state["policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
+
+
+def share_jobs(items: Sequence, workers: int, rng: np.random.Generator) -> list[tuple[list, int]]:
+    """``items`` in up to ``workers`` contiguous shares, each with a seed from ``rng``; the seeds are drawn
+    before any share is played, so a replayed share does not change the loop's random stream."""
+    shares = [share for share in np.array_split(np.arange(len(items)), max(1, workers)) if len(share)]
+    return [([items[i] for i in share], int(rng.integers(2**31))) for share in shares]
+
+
+class SelfPlaySchedule:
+    """A loop's self-play on a :class:`~agents.workers.WorkerPool` of ``make_player(asdict(config))``, the starts from
+    ``draw_items(rng)``. With ``overlap`` the next iteration's games are submitted as soon as this one's are
+    collected; games in flight are checkpointed and ``saved``'s submitted again, as if the run was never cut."""
+
+    def __init__(self, make_player: Callable, config, draw_items: Callable[[np.random.Generator], Sequence],
+                 saved: dict | None = None):
+        scale = config.scale
+        self.pool = WorkerPool(make_player, dataclasses.asdict(config), scale.workers, scale.ray_address)
+        self.draw_jobs = lambda rng: share_jobs(draw_items(rng), scale.workers, rng)
+        self.overlap = scale.overlap
+        self.in_flight = None  # (generator state before the draw, weights) of the submitted games
+        if saved is not None and "in_flight_rng" in saved and self.overlap:
+            draw = np.random.default_rng()  # a copy: the loop's generator has moved past these draws
+            draw.bit_generator.state = saved["in_flight_rng"]
+            self._submit({k: v.numpy() for k, v in saved["in_flight_weights"].items()}, draw)
+
+    def _submit(self, weights: dict, rng: np.random.Generator) -> None:
+        state = copy.deepcopy(rng.bit_generator.state)
+        self.pool.submit(weights, self.draw_jobs(rng))
+        self.in_flight, self.submitted = (state, weights), time.perf_counter()
+
+    def games(self, net, rng: np.random.Generator) -> tuple[list, float]:
+        """This iteration's results from the pool (share order) and the seconds from their submission to
+        their collection; with ``overlap``, the next iteration's games are submitted before returning."""
+        if self.in_flight is None:
+            self._submit(numpy_weights(net), rng)
+        outcomes = self.pool.collect()
+        seconds = time.perf_counter() - self.submitted
+        self.in_flight = None
+        if self.overlap:
+            self._submit(numpy_weights(net), rng)
+        return outcomes, seconds
+
+    def checkpoint(self) -> dict:
+        """The tensors a checkpoint needs to play the games in flight again (none without overlap)."""
+        if self.in_flight is None:
+            return {}
+        import torch
+        state, weights = self.in_flight
+        return {"in_flight_rng": state, "in_flight_weights": {k: torch.from_numpy(v) for k, v in weights.items()}}
+
+
+def numpy_weights(net) -> dict:
+    """The network's state dict as numpy arrays, copied: a CPU tensor's array shares its memory (training goes on)."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in net.state_dict().items()}

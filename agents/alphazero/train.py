@@ -16,8 +16,7 @@ import torch
 from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number
-from agents.alphazero.selfplay import ReplayBuffer, Samples, play_games, symmetric_samples
-from agents.alphazero.workers import SelfPlaySchedule
+from agents.alphazero.selfplay import ReplayBuffer, Samples, SelfPlaySchedule, play_games, symmetric_samples
 from agents.devices import autocast, resolve_device
 from agents.games import BOARD_GAMES, Game, new_game
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
@@ -69,7 +68,7 @@ class LearningConfig:
 class ScaleConfig:
     """Where the work runs; none of it changes what a run computes, so it may change on resume."""
 
-    workers: int = 0  # > 0: self-play in this many worker processes (agents.alphazero.workers)
+    workers: int = 0  # > 0: self-play in this many worker processes (agents.workers.WorkerPool)
     ray_address: str | None = None  # the workers as Ray actors on this cluster ("local": a new local one)
     overlap: bool = False  # workers play the next iteration's games while the learner trains
     threads: int = 0  # torch threads (0: torch's default)
@@ -344,7 +343,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
 
 
 class SelfPlayer:
-    """Self-play in a worker (:class:`~agents.alphazero.workers.SelfPlayPool`): a share of an iteration's games."""
+    """Self-play in a worker (:class:`~agents.alphazero.selfplay.SelfPlaySchedule`): a share of an iteration's games."""
 
     def __init__(self, settings: dict):
         torch.set_num_threads(1)  # one process per core

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import multiprocessing
-import multiprocessing.util
 import os
 import pickle
 import sys
@@ -26,6 +24,7 @@ import numpy as np
 
 from agents.games import BOARD_GAMES, SEAT_NAMES, ChessGame, Game, new_game
 from agents.arena.ratings import wilson_interval
+from agents.workers import WorkerPool
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, IllegalMoveError, Position
 from minichess_envs.pgn import game_pgn
@@ -303,7 +302,7 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
     :param lockstep: play each pairing's games at once, each player choosing in all its games in one
         ``act_batch`` call (one batched search) and reset once, unseeded; default: for board games.
     :param workers: processes to spread the games over (not with ``lockstep``); each gets its own copy of
-        every agent (engines start their own process).
+        every agent (engines start their own process); a lost one is replaced and its game played again.
     :param progress: called as ``progress(record, done, total)`` after each game.
     :param game_options: passed to :func:`play_game` (``ply_limit``, ``opening_plies``, ``illegal``,
         ``pgn``, ``start_fen``).
@@ -348,33 +347,31 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             done(task, record)
     else:
         # Agents travel pickled, so a copy never shares an engine process with the parent.
-        blob = pickle.dumps(agents)
-        ctx = multiprocessing.get_context()
-        with ctx.Pool(min(workers, len(tasks)), _init_worker, (blob, names, game, game_options)) as pool:
-            chunk = max(1, min(8, len(tasks) // (4 * workers)))
-            for task, record in pool.imap_unordered(_worker_play, tasks, chunksize=chunk):
+        settings = (pickle.dumps(agents), names, game, game_options)
+        with WorkerPool(ArenaPlayer, settings, min(workers, len(tasks))) as pool:
+            pool.submit(None, tasks)
+            for _, (task, record) in pool.results():
                 done(task, record)
-            pool.close()
-            pool.join()
     return [MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
             for p, (i, j) in enumerate(pairings)]
 
 
-def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, **options) -> MatchResult:
+def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, *,
+               seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
+               workers: int = 1, progress=None, **game_options) -> MatchResult:
     """``games`` games of ``game`` between two agents, ``agent_a`` moving first in the even-numbered ones
-    (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); ``options`` (``seats``,
-    ``lockstep``, ``names``, ``workers``, ``progress``, ``ply_limit``, ...) as for :func:`run_tournament`."""
-    return run_tournament([agent_a, agent_b], game, games, seed, **options)[0]
+    (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); see :func:`run_tournament`."""
+    return run_tournament([agent_a, agent_b], game, games, seed, seats=seats, lockstep=lockstep, names=names,
+                          workers=workers, progress=progress, **game_options)[0]
 
 
 def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task], lockstep: bool, *,
                 opening_plies: int = 0, illegal: str = "raise", pgn: bool = True, event: str | None = None,
                 start_fen: str | None = None, ply_limit: int | None = None,
                 encoding: ObservationEncoding | None = None):
-    """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends.
-    In ``lockstep`` (see :func:`run_tournament`) every round each player chooses in all its games in one
-    :func:`player_choices` call; else the games are played one by one, each player reset with a seed of the game's.
-    """
+    """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends:
+    in ``lockstep`` (see :func:`run_tournament`) each player chooses in all its games of a round in one
+    :func:`player_choices` call; else one game after another, each player reset with a seed of the game's."""
     if illegal not in ("raise", "forfeit"):
         raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")
     for group in [tasks] if lockstep else [[task] for task in tasks]:
@@ -408,20 +405,20 @@ def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Seque
             active = [k for k in active if not boards[k].finished]
 
 
-_WORKER: dict = {}
+class ArenaPlayer:
+    """An arena worker of :class:`~agents.workers.WorkerPool`: its own copy of the agents, one game per job."""
 
+    def __init__(self, settings: tuple):
+        blob, self.names, self.game, self.options = settings
+        self.players = pickle.loads(blob)
+        if "torch" in sys.modules:  # one thread per worker: the workers already use every core
+            sys.modules["torch"].set_num_threads(1)
 
-def _init_worker(blob: bytes, names: list[str], game: str, game_options: dict) -> None:
-    if "torch" in sys.modules:  # one thread per worker: the workers already use every core
-        sys.modules["torch"].set_num_threads(1)
-    agents = pickle.loads(blob)
-    _WORKER.update(players=agents, names=names, game=game, **game_options)
-    # Close engines when the pool shuts the worker down (atexit does not run in pool workers).
-    multiprocessing.util.Finalize(None, close_agents, args=(agents,), exitpriority=10)
+    def play(self, shared, task: _Task) -> tuple[_Task, GameRecord]:
+        return next(_play_games(self.players, self.names, self.game, [task], False, **self.options))
 
-
-def _worker_play(task: _Task) -> tuple[_Task, GameRecord]:
-    return next(_play_games(tasks=[task], lockstep=False, **_WORKER))
+    def close(self) -> None:
+        close_agents(self.players)
 
 
 def close_agents(agents: Iterable) -> None:

@@ -119,10 +119,7 @@ def score_moves(games: list, chosen: Sequence[int], move_values: list[dict[int, 
         row = (max(values.values()), values[int(action)])
         rows.append(row)
         by_side[game.to_play()].append(row)
-    result = count(rows)
-    result["first player to move"] = count(by_side[0])
-    result["second player to move"] = count(by_side[1])
-    return result
+    return {**count(rows), "first player to move": count(by_side[0]), "second player to move": count(by_side[1])}
 
 
 #: The baseline players of :func:`baselines`: the uniformly random player, greedy capture, and alpha-beta

@@ -1,7 +1,5 @@
 """The strength ladder: an agent against Fairy-Stockfish at fixed node budgets, from published balanced openings,
-its Elo fitted against the levels' published calibration (docs/ladder.md). Publish a variant's ladder with::
-
-    python -m agents.arena.ladder gardner --openings 100 --calibration-games 200
+its Elo fitted against the levels' published calibration; how a ladder is made and published: docs/ladder.md.
 
 >>> print(ladder_table(play_ladder(agent, "gardner", levels=(1, 10, 100))))   # doctest: +SKIP
 """
@@ -19,6 +17,7 @@ import numpy as np
 
 from agents.arena import MatchResult, Tally, all_games, close_agents, rating_results, run_tournament
 from agents.arena.ratings import Rating, elo_mle
+from agents.players.uci import EngineNotFoundError, UCIEngineAgent, find_engine
 from agents.reports import markdown_table
 from agents.runs import write_json
 from minichess_envs.engine import Position
@@ -41,8 +40,6 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
                       max_cp: int = 60, engine=None) -> list[Opening]:
     """``count`` distinct openings of ``plies`` uniformly random plies scored within ``max_cp`` of equal;
     deterministic for a seed (the engine searches a fixed node count from a cleared hash)."""
-    from agents.players.uci import UCIEngineAgent
-
     rng = np.random.default_rng(seed)
     own = engine is None
     engine = engine or UCIEngineAgent(variant, nodes=nodes)
@@ -76,8 +73,6 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
 
 def engine_levels(variant: str, levels: Sequence[int] = LEVELS, engine: str | None = None) -> list:
     """Fairy-Stockfish (Stockfish on 8x8; or ``engine``) at each node budget, named ``fsf-nN``."""
-    from agents.players.uci import UCIEngineAgent
-
     return [UCIEngineAgent(variant, engine, nodes=n) for n in levels]
 
 
@@ -145,14 +140,11 @@ class LadderResult:
     elo: Rating
 
     def tally(self, level: str) -> Tally:
-        match = next(m for m in self.matches if m.b == level)
-        return match.tally(self.agent)
+        return next(m for m in self.matches if m.b == level).tally(self.agent)
 
 
 def engine_ladder(variant: str) -> Ladder | None:
     """The published ladder of ``variant``, or ``None`` (saying why) where Fairy-Stockfish is not installed."""
-    from agents.players.uci import EngineNotFoundError, find_engine
-
     try:
         find_engine("fairy-stockfish")
     except EngineNotFoundError as exc:

@@ -11,12 +11,13 @@ import os
 import time
 from typing import Sequence
 
+from agents import EngineNotFoundError, GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
 from agents.arena import (all_games, close_agents, color_tally, game_seed, play_game, rating_results,
                           run_tournament, tally)
 from agents.arena.ladder import Ladder, ladder_table, play_ladder
 from agents.arena.ratings import elo_mle
 from agents.base import MANIFEST, load, manifest_game
-from agents.players.uci import EngineNotFoundError
+from agents.players.perfect import PerfectAgent
 from agents.spec import saved_agents
 from minichess_envs.variants import Variant, get_variant
 
@@ -50,9 +51,6 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
     """Random, greedy, minimax at ``depths``, the tablebase player on 3x3, Fairy-Stockfish (Stockfish on 8x8)
     at ``nodes`` where installed, and the ``saved`` agents of ``variant`` (a name a baseline holds is
     prefixed with ``runs_label``)."""
-    from agents import GreedyAgent, MinimaxAgent, RandomAgent, UCIEngineAgent
-    from agents.players.perfect import PerfectAgent
-
     players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in depths]
     if variant == "3x3":
         players.append(PerfectAgent("3x3"))
@@ -69,15 +67,6 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
             agent.name = name if name not in taken else f"{runs_label}/{name}"
             players.append(agent)
     return players
-
-
-def reference(variant: str, games: int, seed: int):
-    """Random against random: the color balance of the variant (a tally from White's side, mean plies)."""
-    from agents import RandomAgent
-
-    player = RandomAgent()
-    records = [play_game(player, player, variant, game_seed(seed, i), pgn=False) for i in range(games)]
-    return color_tally(records), sum(r.plies for r in records) / max(1, games)
 
 
 def pct(x: float) -> str:
@@ -179,7 +168,10 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
     """The round robin of ``players`` on ``variant`` (``games`` a pairing, colors alternating, an illegal move
     forfeits), with progress lines, and the random-vs-random reference; closes the players."""
     t0 = time.perf_counter()
-    ref, ref_plies = reference(variant, reference_games, seed)
+    # random against random: the variant's color balance (a tally from White's side) and mean plies
+    player = RandomAgent()
+    records = [play_game(player, player, variant, game_seed(seed, i), pgn=False) for i in range(reference_games)]
+    ref, ref_plies = color_tally(records), sum(r.plies for r in records) / max(1, reference_games)
     print(f"[{variant}] random vs random over {ref.games} games: White {pct(ref.wins / ref.games)}, "
           f"draws {pct(ref.draws / ref.games)}, Black {pct(ref.losses / ref.games)}")
     names = [a.name for a in players]
@@ -244,9 +236,8 @@ def leaderboard_plot(boards: dict[str, list[dict]], path: str) -> bool:
     for ax, (variant, rows) in zip(axes[:, 0], boards.items()):
         rows = rows[::-1]  # strongest on top
         y = range(len(rows))
-        elo = [r["elo"] for r in rows]
         err = [[r["elo"] - r["elo_low"] for r in rows], [r["elo_high"] - r["elo"] for r in rows]]
-        ax.errorbar(elo, y, xerr=err, fmt="o", capsize=3)
+        ax.errorbar([r["elo"] for r in rows], y, xerr=err, fmt="o", capsize=3)
         ax.set_yticks(list(y), [r["agent"] for r in rows])
         ax.axvline(0, color="grey", lw=0.8, ls="--")
         ax.set_title(variant, fontsize=10, loc="left")

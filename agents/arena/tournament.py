@@ -1,9 +1,5 @@
-"""Checkpoint tournaments: how a run's saved networks compare with each other and with an engine.
-
-Each checkpoint plays the next one, the first one and every engine level, and each level the next, so the gain
-over the first checkpoint rests on direct games, not only on a chain of intransitive steps. Ratings are
-maximum-likelihood Elo (:func:`agents.arena.ratings.elo_mle`) anchored at the first checkpoint (0 Elo). Every game
-starts after a few random plies, so that deterministic players do not repeat one game; colours alternate.
+"""Checkpoint tournaments: how a run's saved networks compare with each other and with an engine (who plays whom,
+and how they are rated: docs/supervised.md).
 
 >>> result = checkpoint_tournament(["runs/x/agents/epoch-000", "runs/x/agents/epoch-005"], "gardner")  # doctest: +SKIP
 >>> print(tournament_table(result))  # doctest: +SKIP
@@ -107,10 +103,9 @@ def tournament_plot(result: TournamentResult, path: str, title: str = "Elo of th
 
     fig, ax = plt.subplots(figsize=(7, 4))
     x = range(len(result.checkpoints))
-    elo = [result.ratings[n].elo for n in result.checkpoints]
-    low = [result.ratings[n].elo - result.ratings[n].low for n in result.checkpoints]
-    high = [result.ratings[n].high - result.ratings[n].elo for n in result.checkpoints]
-    ax.errorbar(x, elo, yerr=[low, high], marker="o", capsize=3, label="checkpoints (95% interval)")
+    rated = [result.ratings[n] for n in result.checkpoints]
+    ax.errorbar(x, [r.elo for r in rated], yerr=[[r.elo - r.low for r in rated], [r.high - r.elo for r in rated]],
+                marker="o", capsize=3, label="checkpoints (95% interval)")
     for name in result.engines:
         ax.axhline(result.ratings[name].elo, linestyle="--", linewidth=1, color="gray")
         ax.annotate(name, (len(result.checkpoints) - 1, result.ratings[name].elo), fontsize=8, color="gray",

@@ -1,8 +1,4 @@
-"""``minichess play``: a person against an agent in the terminal, or through pipes.
-
-Moves are read one per line in SAN or UCI, commands as :data:`HELP` lists them; plain lines in and out, so a game
-can be scripted (``printf 'Qb2\\n' | minichess play 3x3``). At the end the game is written as PGN.
-"""
+"""``minichess play``: a person against an agent in the terminal, or through pipes (docs/play.md)."""
 
 from __future__ import annotations
 
@@ -103,10 +99,8 @@ def loss(colour: int) -> str:
 
 
 class TerminalGame:
-    """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it.
-
-    ``hint`` is the spec of the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds).
-    """
+    """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of
+    the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds)."""
 
     def __init__(self, variant: str, agent: Agent, human: int = WHITE, *, fen: str | None = None,
                  hint: str | None = None, clock: Clock | None = None, ply_limit: int | None = None,
@@ -269,8 +263,7 @@ class TerminalGame:
         self.say(f"hint ({self._hint_agent.name}): {san(self.position, move)}")
 
     def pgn(self, event: str = "minichess play") -> str:
-        white, black = self.names
-        headers = {"Event": event, "White": white, "Black": black, "Result": self.result}
+        headers = {"Event": event, "White": self.names[0], "Black": self.names[1], "Result": self.result}
         return game_pgn(self.position, {**headers, "Termination": self.termination} if self.termination else headers)
 
 
@@ -294,8 +287,7 @@ def _flag(flag: str, check, value):
 def run(args) -> int:
     """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`)."""
     v = get_variant(args.variant)
-    rng = random.Random(args.seed)
-    colour = {"white": WHITE, "black": BLACK, "random": rng.choice((WHITE, BLACK))}[args.color]
+    colour = {"white": WHITE, "black": BLACK, "random": random.Random(args.seed).choice((WHITE, BLACK))}[args.color]
     clock = _flag("--clock", parse_clock, args.clock) if args.clock is not None else None
     if args.hint is not None:
         _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)  # before the game, not at 'hint'

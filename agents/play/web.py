@@ -1,8 +1,5 @@
 """``minichess serve``: a local web app to play any agent, watch two agents, replay PGN and see what a search thinks.
-
-The page is ``static/`` (nothing from the network); its JSON API is the routes of :class:`PlayServer`, listed
-with what the server trusts in docs/play.md. Bad requests get a 4xx ``{"error": ...}`` and change nothing.
-"""
+The page is ``static/``; the JSON API (:class:`PlayServer`'s routes) and what the server trusts: docs/play.md."""
 
 from __future__ import annotations
 
@@ -37,6 +34,7 @@ from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, Move, Position
 from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san
 from minichess_envs.players import choose_action
+from minichess_envs.tablebase import Tablebase
 from minichess_envs.variants import VARIANTS, Variant, get_variant
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
@@ -306,8 +304,6 @@ class PlayServer:
         """The 3x3 tablebase's verdict on ``position`` and on each move (``None`` outside the table)."""
         with self._tablebase_lock:
             if self._tablebase is None:
-                from minichess_envs.tablebase import Tablebase
-
                 self._tablebase = Tablebase.load("3x3")
         try:
             value, dtm = self._tablebase.probe(position)
@@ -547,8 +543,7 @@ def _verdict(value: int, dtm: int | None) -> str:
 
 
 async def _json(request: Request) -> dict:
-    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 over :data:`MAX_BODY` (from
-    ``Content-Length``, or, chunked, as soon as the bytes read pass it)."""
+    """The request's JSON object; 415 if not sent as JSON, 400 if malformed, 413 over :data:`MAX_BODY`."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         raise HTTPException(415, "send the request body as application/json")
     length = request.headers.get("content-length")

@@ -21,6 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from agents.runs import Progress, read_json
+from agents.workers import WorkerPool
 from agents.players.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
@@ -249,9 +250,24 @@ def _chunks_to_do(directory: str, settings: GenerationSettings, files: list[str]
     return todo, max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
 
 
+class ChunkPlayer:
+    """A worker of :class:`~agents.workers.WorkerPool` for :func:`_run_jobs`: plays ``(job, arguments)``, and quits
+    its engines when the pool stops."""
+
+    def __init__(self, settings=None):
+        pass
+
+    def play(self, shared, job: tuple):
+        fn, arguments = job
+        return fn(*arguments)
+
+    def close(self) -> None:
+        close_engines()
+
+
 def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None) -> Iterator:
-    """``job(*a)`` for each ``a`` of ``arguments``: in this process, on ``workers`` local processes or as Ray
-    tasks; results in the order they finish."""
+    """``job(*a)`` for each ``a`` of ``arguments``: in this process, on ``workers`` local processes (a lost one is
+    replaced and its job run again) or as Ray tasks (retried); results in the order they finish."""
     if not arguments:
         return
     if ray_address is not None:
@@ -269,11 +285,7 @@ def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None
         finally:
             close_engines()
     else:
-        import concurrent.futures
-        import multiprocessing
-        context = multiprocessing.get_context("spawn")  # engines are subprocesses: no fork of their pipes
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = [pool.submit(job, *a) for a in arguments]
-            for future in concurrent.futures.as_completed(futures):
-                yield future.result()
-
+        with WorkerPool(ChunkPlayer, None, workers) as pool:  # engines are subprocesses: spawned, not forked
+            pool.submit(None, [(job, a) for a in arguments])
+            for _, result in pool.results():
+                yield result
