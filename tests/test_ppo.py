@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -337,7 +338,7 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     obs = {k: v[:64] for k, v in obs.items()}
     masks = obs["action_mask"].astype(bool)
     sb3_actions, _ = model.predict(obs, deterministic=True, action_masks=masks)
-    ours = PPOAgent(sb3_train.policy_net(model), "3x3").act_batch(obs["observation"], masks)
+    ours = PPOAgent(copy.deepcopy(model.policy.net), "3x3").act_batch(obs["observation"], masks)
     assert np.array_equal(np.asarray(sb3_actions).reshape(-1), ours)
 
 

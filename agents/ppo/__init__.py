@@ -1,6 +1,4 @@
-"""PPO with GAE on our envs, built in, through RLlib and through stable-baselines3, with exact action masking.
-
-Modules: docs/ppo.md. Attributes load lazily, so ``import agents.ppo`` imports neither Ray nor SB3."""
+"""PPO with GAE, built in and through RLlib and SB3 (docs/ppo.md); attributes load lazily: no Ray or SB3 on import."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Trained PPO policies as agents (plain torch: neither Ray nor SB3 needed to play), and the
-epsilon-random opponent of the Alpha-Mini procedure."""
+"""Trained PPO policies as agents in plain torch, and the epsilon-random opponent of the Alpha-Mini procedure."""
 
 from __future__ import annotations
 
@@ -112,14 +111,12 @@ class EpsilonRandomAgent(BatchAgent, SeededAgent):
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
-        if hasattr(self.inner, "reset"):
-            self.inner.reset(seed)
+        self.inner.reset(seed)
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         masks = np.asarray(action_masks)
         actions = np.asarray(self.inner.act_batch(observations, masks, positions), np.int64)
-        explore = self.rng.random(len(masks)) < self.eps
-        for i in np.flatnonzero(explore):
+        for i in np.flatnonzero(self.rng.random(len(masks)) < self.eps):
             actions[i] = self.pick(np.flatnonzero(masks[i]))
         return actions
 
@@ -145,9 +142,8 @@ class ByColorAgent(BatchAgent):
         self._color_plane = self.encoding.channel_names().index("black to move")
 
     def reset(self, seed: int | None = None) -> None:
-        for agent in (self.white, self.black):
-            if hasattr(agent, "reset"):
-                agent.reset(seed)
+        self.white.reset(seed)
+        self.black.reset(seed)
 
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         observations, masks = np.asarray(observations), np.asarray(action_masks)

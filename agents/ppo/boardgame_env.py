@@ -1,6 +1,4 @@
-"""The board games' vector env for the built-in PPO: ``num_envs`` games of a :class:`~agents.games.Game`,
-the learner against the random player or its past self (drawn from an :class:`OpponentPool`); same-step autoreset,
-PettingZoo-style dicts. On chess the pool was measured and removed (docs/decisions.md)."""
+"""The board games' vector env for the built-in PPO and the pool of the learner's past selves: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ KINDS = ("random", "past_self")
 
 
 class OpponentPool:
-    """The learner's past selves: ``(iteration, weights)`` snapshots, the newest ``size`` kept, the k-th oldest
-    drawn with weight k."""
+    """Past selves: ``(iteration, weights)``, the newest ``size`` kept, the k-th oldest drawn with weight k."""
 
     def __init__(self, size: int):
         self.size = size
@@ -29,16 +26,12 @@ class OpponentPool:
         self.snapshots.append((iteration, {k: v.detach().clone() for k, v in state_dict.items()}))
         del self.snapshots[:-self.size]
 
-    def probabilities(self) -> np.ndarray:
-        """The chance of each snapshot (oldest first) to be drawn."""
-        weights = np.arange(1, len(self.snapshots) + 1, dtype=float)
-        return weights / weights.sum()
-
     def draw(self, rng: np.random.Generator) -> tuple[int, dict]:
         """One snapshot, ``(iteration it was taken at, weights)``."""
         if not self.snapshots:
             raise ValueError("the opponent pool is empty")
-        return self.snapshots[int(rng.choice(len(self.snapshots), p=self.probabilities()))]
+        weights = np.arange(1, len(self.snapshots) + 1, dtype=float)
+        return self.snapshots[int(rng.choice(len(self.snapshots), p=weights / weights.sum()))]
 
     def state(self) -> dict:
         return {"iterations": [it for it, _ in self.snapshots], "weights": [w for _, w in self.snapshots]}
@@ -56,8 +49,7 @@ def check_game(name: str) -> str:
 
 class BoardGameVectorEnv(VectorEnv):
     """``num_envs`` games of the learner (seat ``learner_seat``, ``"random"`` drawn per game) against the random
-    player or, with probability ``1 - random_share`` once :meth:`set_past_self` gave weights, its sampling past self.
-    """
+    player or, with probability ``1 - random_share`` once :meth:`set_past_self` was called, its sampling past self."""
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
@@ -81,7 +73,6 @@ class BoardGameVectorEnv(VectorEnv):
         self.learners = np.zeros(num_envs, np.int8)  # the learner's seat: 0 moves first
         self.past_self = PPOAgent(PPONet(net_config), game, last_move=False, sample=True)
         self.has_past_self = False
-        self.games_started = np.zeros(2, np.int64)  # by kind, since the last reset()
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
 
     def set_past_self(self, state_dict: dict) -> None:
@@ -92,7 +83,6 @@ class BoardGameVectorEnv(VectorEnv):
         """New games everywhere; game i's random stream is seeded ``seed + i``."""
         self._rngs = [np.random.default_rng(None if seed is None else seed + i) for i in range(self.num_envs)]
         self.past_self.rng.manual_seed(0 if seed is None else seed)
-        self.games_started[:] = 0
         self._new_games(np.arange(self.num_envs))
         return self._observations(), {}
 
@@ -130,18 +120,16 @@ class BoardGameVectorEnv(VectorEnv):
             kind = RANDOM if not self.has_past_self or rng.random() < self.random_share else PAST_SELF
             self.games[i] = new_game(self.game)
             self.learners[i], self.kinds[i] = SEAT_NAMES.index(seat), kind
-            self.games_started[kind] += 1
         self._reply(np.array([i for i in indices if self.learners[i] == 1], np.int64))
 
     def _reply(self, indices: np.ndarray) -> None:
         """The opponents' moves in these games: the random player's per game, the past self's in one batch."""
-        by_self = [i for i in indices if self.kinds[i] == PAST_SELF]
+        by_self = [self.games[i] for i in indices if self.kinds[i] == PAST_SELF]
         for i in indices:
             if self.kinds[i] == RANDOM:
                 self.games[i].step(int(self._rngs[i].choice(self.games[i].legal_actions())))
         if by_self:
-            games = [self.games[i] for i in by_self]
-            for game, action in zip(games, self.past_self.act_games(games)):
+            for game, action in zip(by_self, self.past_self.act_games(by_self)):
                 game.step(int(action))
 
     def _observations(self) -> dict[str, np.ndarray]:

@@ -1,6 +1,4 @@
-"""What the PPO backends share (built-in, RLlib, stable-baselines3): the settings and the training loop.
-
-What depends on the game is the run's :class:`~agents.ppo.task.Task`; the run directory: docs/ppo.md."""
+"""What the PPO backends share: the settings and the training loop; the task and the run directory: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -109,11 +107,7 @@ def initial_weights(settings: PPOSettings, task: Task | None = None) -> dict | N
 
 
 class Backend:
-    """One PPO implementation inside :func:`train` (:data:`BACKENDS`), built as ``Backend(settings, task)``, with
-    ``iterate()``: one iteration (``train_batch`` env steps, then the update), its row with ``iteration_env_steps``;
-    ``policy_net()``: a plain-torch copy of the policy; ``initialize(state_dict)``: start from these
-    weights (``init_from``); ``state()``: all a resume needs, tensors and plain data; ``restore(state)``: continue
-    from it; ``close()``: release the library's resources."""
+    """One PPO implementation inside :func:`train` (:data:`BACKENDS`); its methods: docs/ppo.md."""
 
     kind = "backend"  # the run kind: "native", "rllib" or "sb3"
 

@@ -1,9 +1,8 @@
-"""Masked PPO with GAE, built in: the whole algorithm in this file, read top to bottom (CleanRL-style).
-
-Rollout, GAE, update, then :class:`NativeBackend` for the shared loop; masking, cost, reproducibility: docs/ppo.md."""
+"""Masked PPO with GAE, built in: the whole algorithm in this file, read top to bottom (CleanRL-style): docs/ppo.md."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 
@@ -114,12 +113,11 @@ def gae(rewards, values, next_values, terminated, truncated, gamma: float, lambd
     """Advantages and returns (advantages + values), all ``(steps, num_envs)``: ``A_t = delta_t + gamma lambda
     (1 - done_t) A_{t+1}``, ``delta_t = r_t + gamma V_next_t (1 - terminated_t) - V_t``; a truncated game keeps
     its future value, but the next step belongs to another game, so no advantage flows back across it."""
-    steps = len(rewards)
     advantages = torch.zeros_like(rewards)
     done = (terminated | truncated).float()
     deltas = rewards + gamma * next_values * (1.0 - terminated.float()) - values
     running = torch.zeros_like(rewards[0])
-    for t in reversed(range(steps)):
+    for t in reversed(range(len(rewards))):
         running = deltas[t] + gamma * lambda_ * (1.0 - done[t]) * running
         advantages[t] = running
     return advantages, advantages + values
@@ -162,9 +160,7 @@ def ppo_update(net: PPONet, optimizer, batch: dict, settings: PPOSettings, gener
                 kl = ((ratio - 1) - log_ratio).mean()  # the low-variance estimator of KL(old || new)
                 clip_fraction = ((ratio - 1).abs() > clip).float().mean()
                 stats.append(torch.stack([policy_loss, vf_loss, entropy, kl, clip_fraction]))
-    policy_loss, vf_loss, entropy, kl, clip_fraction = torch.stack(stats).mean(0).tolist()
-    return {"policy_loss": policy_loss, "vf_loss": vf_loss, "entropy": entropy, "kl": kl,
-            "clip_fraction": clip_fraction}
+    return dict(zip(("policy_loss", "vf_loss", "entropy", "kl", "clip_fraction"), torch.stack(stats).mean(0).tolist()))
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
@@ -226,9 +222,7 @@ class NativeBackend(Backend):
         return row
 
     def policy_net(self) -> PPONet:
-        net = PPONet(self.net.config)
-        net.load_state_dict(self.net.state_dict())
-        return net.eval()
+        return copy.deepcopy(self.net).eval()
 
     def initialize(self, state_dict: dict) -> None:
         self.net.load_state_dict(state_dict)

@@ -1,6 +1,4 @@
-"""The PPO actor-critic network in plain torch, shared by every backend and the saved agents.
-
-A conv trunk, a policy head (the action encoding's planes, or linear) and a value head; layout: docs/ppo.md."""
+"""The PPO actor-critic network in plain torch, shared by every backend and the saved agents; layout: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -63,11 +61,9 @@ class PPONet(nn.Module):
         self.value_head = nn.Sequential(nn.Flatten(), nn.Linear(c * squares, config.value_hidden), nn.ReLU(),
                                         nn.Linear(config.value_hidden, 1))
         # Small initial logits and values: a near-uniform first policy, as PPO implementations start.
-        policy_out = self.policy_head[-1] if config.policy_head == "linear" else self.policy_head
-        nn.init.normal_(policy_out.weight, std=0.01)
-        nn.init.zeros_(policy_out.bias)
-        nn.init.normal_(self.value_head[-1].weight, std=0.01)
-        nn.init.zeros_(self.value_head[-1].bias)
+        for out in (self.policy_head[-1] if config.policy_head == "linear" else self.policy_head, self.value_head[-1]):
+            nn.init.normal_(out.weight, std=0.01)
+            nn.init.zeros_(out.bias)
 
     def features(self, observations: torch.Tensor) -> torch.Tensor:
         """Trunk features ``(B, channels, height, width)`` for observations ``(B, H, W, C)``."""
@@ -81,8 +77,7 @@ class PPONet(nn.Module):
         return planes.permute(0, 3, 2, 1).reshape(len(planes), -1)  # (file, rank, plane) = action order
 
     def action_logits(self, features: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """``unmasked_logits(features).gather(1, actions)``, read in the head's memory order (rank, file, plane)
-        so that no ``(B, A)`` copy is made."""
+        """``unmasked_logits(features).gather(1, actions)`` read in the head's memory order: no ``(B, A)`` copy."""
         if self.config.policy_head == "linear":
             return self.policy_head(features).gather(1, actions)
         planes = self.policy_head(features).permute(0, 2, 3, 1)  # (B, rank, file, plane)

@@ -1,5 +1,4 @@
-"""PPO with GAE in RLlib (new API stack): config builders, the training loop, the Alpha-Mini procedure,
-Ray Tune sweeps. Why sampling and learning stay in this process: docs/ppo.md."""
+"""PPO with GAE in RLlib (new API stack): configs, the backend, the Alpha-Mini procedure, Tune sweeps: docs/ppo.md."""
 
 from __future__ import annotations
 
@@ -38,15 +37,6 @@ def make_single_env(config: dict):
     return MiniChessVectorEnv(num_envs, opponent=opponent, **config)
 
 
-def register_rllib_envs() -> None:
-    """Register the env creators: :func:`make_single_env`, and the AEC env of ``config["variant"]`` for RLlib."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-    from ray.tune.registry import register_env
-    from minichess_envs import aec
-    register_env(SINGLE_ENV, make_single_env)
-    register_env(AEC_ENV, lambda config: PettingZooEnv(aec.env(config["variant"])))
-
-
 def timed_env_runner_class():
     """RLlib's ``SingleAgentEnvRunner`` summing its ``sample`` calls' wall-clock (RLlib's timers are averages)."""
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
@@ -70,9 +60,13 @@ def sampling_seconds(algo) -> float:
 
 
 def _ppo_config(s: PPOSettings, env: str, env_config: dict):
-    """``PPOConfig`` on ``env`` with the settings' hyperparameters and seed, learning in this process."""
+    """``PPOConfig`` on ``env`` (both env creators registered) with the settings' hyperparameters and seed."""
     from ray.rllib.algorithms.ppo import PPOConfig
-    register_rllib_envs()
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+    from ray.tune.registry import register_env
+    from minichess_envs import aec
+    register_env(SINGLE_ENV, make_single_env)
+    register_env(AEC_ENV, lambda config: PettingZooEnv(aec.env(config["variant"])))
     return (PPOConfig()
             .environment(env, env_config=env_config)
             .learners(num_learners=0)

@@ -153,11 +153,6 @@ class _RolloutTimer(BaseCallback):
         return True
 
 
-def policy_net(model: MaskablePPO) -> PPONet:
-    """A detached copy of the policy's network."""
-    return copy.deepcopy(model.policy.net).eval()
-
-
 class SB3Backend(Backend):
     """MaskablePPO in :func:`~agents.ppo.common.train`; its checkpoint: SB3's parameters and counters, not the
     pickled ``model.zip``."""
@@ -183,7 +178,7 @@ class SB3Backend(Backend):
         return row
 
     def policy_net(self) -> PPONet:
-        return policy_net(self.model)
+        return copy.deepcopy(self.model.policy.net).eval()
 
     def initialize(self, state_dict: dict) -> None:
         self.model.policy.net.load_state_dict(state_dict)

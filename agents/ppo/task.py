@@ -1,7 +1,8 @@
-"""What PPO trains on, said once: a :class:`Task` built from the settings by :func:`task_for`
-(envs, network spec, saved agent, evaluation against random), so no backend asks which game it plays."""
+"""What PPO trains on, said once: a :class:`Task` built from the settings by :func:`task_for` (docs/ppo.md)."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import gymnasium as gym
 
@@ -14,29 +15,18 @@ from minichess_envs.variants import get_variant
 
 
 class Task:
-    """One game for PPO (see the module doc); ``settings`` is the run's :class:`~agents.ppo.common.PPOSettings`."""
+    """One game for PPO; ``settings`` is the run's :class:`~agents.ppo.common.PPOSettings`. A subclass defines
+    ``new_game()``, ``make_envs(num_envs=None)`` (``num_envs``, default ``settings.num_envs``, games of the learner
+    against its opponent) and ``evaluate_vs_random(agent, games, seed=10_000, sides=None)`` (docs/ppo.md)."""
 
     backends: tuple[str, ...] = ("native",)
     policy_head = "planes"
+    agent_options: ClassVar[dict]  # what :class:`PPOAgent` needs besides the network and the game's name
 
     def __init__(self, settings):
         self.settings = settings
         self.probe = self.new_game()  # the start of a game: its observation shape and actions
         self.name = self.probe.name  # a board game's name or a chess variant's
-
-    def new_game(self):
-        """A new game of the task's."""
-
-    def make_envs(self, num_envs: int | None = None):
-        """``num_envs`` games (default ``settings.num_envs``) of the learner against its opponent."""
-
-    def evaluate_vs_random(self, agent, games: int, seed: int = 10_000, sides: list[str] | None = None) -> dict:
-        """``win_rate_<side>``, ``win_low_<side>``, ``win_high_<side>`` (95% Wilson), ``draws_<side>`` and
-        ``losses_<side>`` of the deterministic ``agent`` against the random player, ``games`` per side."""
-
-    def agent_options(self) -> dict:
-        """What :class:`PPOAgent` needs besides the network and the game's name."""
-        return {}
 
     def net_config(self) -> PPONetConfig:
         s = self.settings
@@ -45,7 +35,7 @@ class Task:
 
     def agent(self, net: PPONet, backend: str, name: str = "ppo") -> PPOAgent:
         """The saved form of a policy trained on this task."""
-        return PPOAgent(net, self.name, **self.agent_options(), name=name, backend=backend)
+        return PPOAgent(net, self.name, **self.agent_options, name=name, backend=backend)
 
     def check_backend(self, kind: str) -> None:
         if kind not in self.backends:
@@ -63,6 +53,7 @@ class ChessTask(Task):
     with the settings' rewards and starts; a spatial policy head over the action encoding's planes."""
 
     backends = ("native", "rllib", "sb3")
+    agent_options: ClassVar[dict] = {"history": 1, "last_move": True}  # the envs' observation encoding
 
     def __init__(self, settings):
         if settings.selfplay:
@@ -71,10 +62,7 @@ class ChessTask(Task):
         super().__init__(settings)
 
     def new_game(self):
-        return new_game(self.settings.variant, **self.agent_options())
-
-    def agent_options(self) -> dict:
-        return {"history": 1, "last_move": True}  # the envs' observation encoding
+        return new_game(self.settings.variant, **self.agent_options)
 
     def env_kwargs(self) -> dict:
         """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` but the opponent; ``illegal_action="raise"``:
@@ -103,6 +91,7 @@ class BoardGameTask(Task):
     (``selfplay``) its past selves; a linear policy head (Connect Four's columns are not planes)."""
 
     policy_head = "linear"
+    agent_options: ClassVar[dict] = {"history": 1, "last_move": False}  # read by chess only: PettingZoo's planes as is
     #: ``PPOSettings`` fields a board-game run does not read (chess's rules, rewards and RLlib's runners).
     unread_settings = ("variant", "reward", "material_scale", "start", "opponent", "opponent_eps", "env_runners")
     #: ``PPOSettings.agent_color`` read as a seat: White moves first.
@@ -117,9 +106,6 @@ class BoardGameTask(Task):
 
     def new_game(self):
         return new_game(self.settings.game)
-
-    def agent_options(self) -> dict:
-        return {"history": 1, "last_move": False}  # read by chess only: PettingZoo's planes as they are
 
     def make_envs(self, num_envs: int | None = None) -> BoardGameVectorEnv:
         s = self.settings
@@ -144,8 +130,7 @@ def task_for(settings) -> Task:
 
 
 def make_opponent(path: str | None, eps: float = 0.0, seed: int = 0):
-    """A chess run's opponent in the single-agent env: ``None`` (the random player) or the agent saved at ``path``,
-    playing a random move with probability ``eps``."""
+    """A chess run's opponent: ``None`` (the random player) or the agent at ``path``, a random move at rate ``eps``."""
     if path is None:
         return None
     return EpsilonRandomAgent(load(path), eps, seed=seed) if eps > 0 else load(path)
