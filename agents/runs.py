@@ -1,8 +1,5 @@
-"""One run machinery for every training loop: run directory, checkpoints, resume, metrics, progress, machine.
-
-A run directory holds ``checkpoint/`` (``state.json``, ``tensors.pt``, any files the loop adds, ``SHA256SUMS``),
-``metrics.csv`` (one row per iteration) and ``tensorboard/``. A checkpoint is written to ``checkpoint.new/`` and
-swapped in by renames, so a kill at any moment leaves the last whole one. Usage and layout: docs/runs.md."""
+"""One run machinery for every training loop: run directory, checkpoints (swapped in whole: a kill leaves the last
+one), resume, metrics, progress, machine; layout and usage: docs/runs.md."""
 
 from __future__ import annotations
 

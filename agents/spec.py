@@ -1,11 +1,8 @@
-"""Agents named by a short text, as the command line and the web app take them.
+"""Agents named by a short text (:data:`SPEC_FORMS`, or a saved agent's directory), as the command line and the web
+app take them (docs/play.md). Built-in forms ignore case and surrounding spaces; :func:`check_limits` bounds them.
 
 >>> from_spec("minimax:3", "gardner")
 MinimaxAgent(name='minimax-d3')
-
-The forms: ``random``, ``greedy``, ``minimax[:DEPTH]``, ``fairy-stockfish[:NODES]``, ``stockfish[:NODES]``
-(standard chess), ``perfect`` (tablebase play, 3x3), or the directory of a saved agent (``agents.load``).
-Built-in forms ignore case and surrounding spaces; :func:`check_limits` bounds their search.
 """
 
 from __future__ import annotations

@@ -39,11 +39,6 @@ class WorkerPool:
         for k in range(workers):
             self._start(k)
 
-    @property
-    def pids(self) -> list[int]:
-        """The local worker processes' ids (empty for Ray actors)."""
-        return [] if self.ray else [p.pid for p in self.workers]
-
     def _start(self, k: int) -> None:
         if self.ray:
             self.workers[k] = self._actor_class.remote(self.settings)

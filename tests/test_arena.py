@@ -346,7 +346,7 @@ def test_board_game_matches_score_by_the_rules():
 
 
 def test_board_game_records_replay_in_pettingzoo_to_the_same_result():
-    from agents.games import pettingzoo_env
+    from boards import pettingzoo_env
 
     for game in ("tictactoe", "connect_four"):
         match = play_match(RandomAgent(1), RandomAgent(2), game, 30, names=("one", "two"))

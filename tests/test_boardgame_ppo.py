@@ -174,7 +174,7 @@ def test_the_saved_agent_loads_without_pickle_and_plays_legal_moves(tmp_path):
     assert isinstance(agent, PPOAgent) and agent.net.config.policy_head == "linear"
     # in PettingZoo's own env, from its observations
     pytest.importorskip("pettingzoo")
-    from agents.games import pettingzoo_env
+    from boards import pettingzoo_env
 
     env = pettingzoo_env("connect_four")
     for _ in range(42):

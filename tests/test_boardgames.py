@@ -10,7 +10,8 @@ import torch
 
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.search import SearchConfig, UniformEvaluator, search
-from agents.games import ConnectFour, TicTacToe, pettingzoo_env, play
+from agents.games import ConnectFour, TicTacToe
+from boards import pettingzoo_env, play
 
 # -- the adapters play PettingZoo's games exactly ---------------------------------
 
@@ -245,7 +246,7 @@ def test_a_killed_self_play_worker_is_replaced_and_its_games_replayed(tmp_path, 
 
     def kill_a_worker(net, iteration):
         if iteration == 1:  # lost between iterations: the next one must replace it
-            os.kill(started_pools[0].pids[0], signal.SIGKILL)
+            os.kill(started_pools[0].workers[0].pid, signal.SIGKILL)
             started_pools[0].workers[0].join()
         return {}
 
@@ -279,7 +280,7 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
         wrong = {**weights, "unexpected": np.zeros(1, np.float32)}
         with pytest.raises(RuntimeError, match="(?s)worker 0 failed.*unexpected"):
             pool.play(wrong, jobs)
-        os.kill(pool.pids[0], signal.SIGKILL)
+        os.kill(pool.workers[0].pid, signal.SIGKILL)
         pool.workers[0].join()
         with pytest.raises(RuntimeError, match="1 worker failures in one submission, more than "
                                                "max_restarts=0"):

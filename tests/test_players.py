@@ -104,7 +104,8 @@ def test_every_caller_reports_an_illegal_move_the_same_way():
 
 
 def test_board_games_are_asked_the_same_way():
-    from agents.games import TicTacToe, play
+    from agents.games import TicTacToe
+    from boards import play
 
     game = play(TicTacToe, [0, 4])  # X in a corner, O in the centre
     for answer in (8, np.int64(8), "8"):  # an action, or its Game.action_name

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, UniformEvaluator, chosen_actions, search
-from agents.games import ChessGame, ConnectFour, Game, play
+from agents.games import ChessGame, ConnectFour, Game
+from boards import play
 from agents.games.chess import chess_games
 from minichess_envs import Position, _core
 from minichess_envs.encoding import ObservationEncoding

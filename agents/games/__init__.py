@@ -3,9 +3,7 @@ A board game is one file here implementing :class:`Game`, added to :data:`BOARD_
 
 from __future__ import annotations
 
-import importlib
-
-from agents.games.base import SEAT_NAMES, Game, GridGame, play, terminal_value
+from agents.games.base import SEAT_NAMES, Game, GridGame, terminal_value
 from agents.games.chess import ChessGame
 from agents.games.connect_four import ConnectFour
 from agents.games.tictactoe import TicTacToe
@@ -27,14 +25,5 @@ def new_game(name: str, **options) -> Game:
     raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}")
 
 
-def pettingzoo_env(name: str):
-    """The raw (unwrapped) PettingZoo env whose rules and encodings a board game follows, reset."""
-    if name not in BOARD_GAMES:
-        raise ValueError(f"no PettingZoo env for {name!r}; known: {', '.join(BOARD_GAMES)}")
-    env = importlib.import_module(f"pettingzoo.classic.{name}.{name}").raw_env()
-    env.reset()
-    return env
-
-
 __all__ = ["BOARD_GAMES", "SEAT_NAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
-           "new_game", "pettingzoo_env", "play", "terminal_value"]
+           "new_game", "terminal_value"]

@@ -97,14 +97,6 @@ def terminal_value(game: Game) -> float:
     return 0.0 if w is None else (1.0 if w == game.to_play() else -1.0)
 
 
-def play(game_class, actions) -> Game:
-    """A game after the given actions from its start."""
-    game = game_class()
-    for a in actions:
-        game.step(int(a))
-    return game
-
-
 class GridGame(Game):
     """Marks on a grid, ``length`` in a row wins: ``board`` (0 empty, 1 and 2 the players' marks,
     row-major as PettingZoo keeps it), ``moves`` played and ``result`` (None going on, -1 draw, 0 or 1).

@@ -1,8 +1,5 @@
-"""Supervised training of the AlphaZero (or PPO) network from games (engine self-play or PGN), and DAgger.
-
-The policy learns the move played (cross-entropy over the legal moves only), the value the game result, the
-engine's score or a mix, on the run machinery (:mod:`agents.runs`: one checkpoint per epoch, resume, metrics).
-Every epoch's network is saved as an agent under ``agents/epoch-NNN``, the last as ``agent/``. See docs/supervised.md.
+"""Supervised training of the AlphaZero (or PPO) network from games (engine self-play or PGN), and DAgger, on the
+run machinery; every epoch's network saved as an agent (docs/supervised.md).
 
 >>> net = train_supervised("runs/supervised_gardner", SupervisedSettings(data="data/gardner"))   # doctest: +SKIP
 """

@@ -1,11 +1,5 @@
-"""Engine self-play games for supervised learning.
-
-Fairy-Stockfish (small variants) or Stockfish (8x8) plays both sides at a node or depth budget from randomised
-balanced openings; every position gets the engine's move and score, every game its result. Optionally a share of
-the games pits the engine against a random mover, so the data also shows how the engine converts a won position
-against a weak defender (the random side's moves are replayed, not learnt). Games are written in chunks as dataset
-shards (:mod:`minichess_envs.dataset`), each written whole and depending only on the seed and its index, so an
-interrupted run resumes with nothing lost or duplicated. Chunks run on all local cores by default, or as Ray tasks.
+"""Engine self-play games for supervised learning, written in chunks as dataset shards that an interrupted run
+completes (docs/supervised.md, "Engine games").
 
 >>> generate_games("data/gardner", "gardner", games=1000, nodes=100)   # doctest: +SKIP
 """
@@ -266,26 +260,18 @@ class ChunkPlayer:
 
 
 def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None) -> Iterator:
-    """``job(*a)`` for each ``a`` of ``arguments``: in this process, on ``workers`` local processes (a lost one is
-    replaced and its job run again) or as Ray tasks (retried); results in the order they finish."""
+    """``job(*a)`` for each ``a`` of ``arguments``: in this process, or on ``workers`` local processes or Ray actors
+    (a lost one is replaced and its job run again); results in the order they finish."""
     if not arguments:
         return
-    if ray_address is not None:
-        import ray
-        ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)
-        remote = ray.remote(max_retries=3)(job)  # a lost worker's job runs again
-        pending = [remote.remote(*a) for a in arguments]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(ready[0])
-    elif workers == 1:
+    if workers == 1 and ray_address is None:
         try:
             for a in arguments:
                 yield job(*a)
         finally:
             close_engines()
-    else:
-        with WorkerPool(ChunkPlayer, None, workers) as pool:  # engines are subprocesses: spawned, not forked
-            pool.submit(None, [(job, a) for a in arguments])
-            for _, result in pool.results():
-                yield result
+        return
+    with WorkerPool(ChunkPlayer, None, workers, ray_address) as pool:  # engines are subprocesses: spawned, not forked
+        pool.submit(None, [(job, a) for a in arguments])
+        for _, result in pool.results():
+            yield result
