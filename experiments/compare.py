@@ -46,7 +46,7 @@ import tyro
 
 import agents
 from agents.arena import game_seed, play_game, tally
-from agents.arena.evaluation import BASELINES, RandomMatch, baseline_agent, versus_random
+from agents.arena.evaluation import BASELINES, RandomMatch, versus_random
 from agents.ppo.common import PPOSettings
 from agents.reports import interval_bars_plot, markdown_table
 
@@ -279,8 +279,9 @@ def main(argv=None) -> int:
             from minichess_envs.tablebase import Tablebase
 
             tablebase = Tablebase.load("3x3")
-        baseline_players = [Player(f"baseline: {name}", baseline_agent(name, seed=0), "baseline", cores="-",
-                                   source="agents.arena.evaluation.baseline_agent") for name in BASELINES]
+        baselines = [agents.from_spec(spec, variant, seed=0) for spec in BASELINES]
+        baseline_players = [Player(f"baseline: {b.name}", b, "baseline", cores="-",
+                                   source="agents.arena.evaluation.BASELINES") for b in baselines]
         for player in [ppo, *az, *baseline_players]:
             print(f"{variant}: evaluating {player.label} ...", flush=True)
             rows.append(evaluate_player(player, variant, args, tablebase))

@@ -82,7 +82,7 @@ RULES = {"kingcapture": "gardner-kingcapture", "checkmate": "gardner"}
 COLORS = ("white", "black")
 TARGET = 0.97
 CHECKMATE_TARGET = 0.90  # wins against random with both colors, checkmate rules
-MATCH_OPPONENTS = ("greedy", "minimax-d2")
+MATCH_OPPONENTS = ("greedy", "minimax:2")  # agent specs
 #: The built-in PPO's settings per rule set (RLlib and SB3 take PPOSettings' defaults: Alpha-Mini's).
 NATIVE = {
     "kingcapture": dict(gamma=0.3, lambda_=1.0, material_scale=1 / 600),
@@ -172,15 +172,15 @@ def baseline_matches(runs: list[dict], args) -> list[dict]:
     """Each policy against greedy capture and minimax depth 2 under its own rules, half the games as each color."""
     import agents
     from agents.arena import play_match
-    from agents.arena.evaluation import baseline_agent
 
     rows = []
     for run in runs:
         agent = agents.load(os.path.join(run["dir"], "agent"))
         agent.name = "ppo"
-        for name in MATCH_OPPONENTS:
-            result = play_match(agent, baseline_agent(name, seed=0), RULES[run["rules"]], games=args.games // 5,
-                                seed=0)
+        for spec in MATCH_OPPONENTS:
+            opponent = agents.from_spec(spec, RULES[run["rules"]], seed=0)
+            result = play_match(agent, opponent, RULES[run["rules"]], games=args.games // 5, seed=0)
+            name = opponent.name
             total = result.tally("ppo")
             lo, hi = total.interval
             row = {"trained_rules": run["rules"], "trained_as": run["color"], "opponent": name, "games": total.games,

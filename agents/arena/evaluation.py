@@ -14,9 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from agents.arena import Tally
-from agents.players.greedy import GreedyAgent
-from agents.players.minimax import MinimaxAgent
-from agents.players.random_agent import RandomAgent
+from agents.spec import from_spec
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, WHITE, Position
 from minichess_envs.env import Duel, Opponent
@@ -122,31 +120,21 @@ def score_moves(games: list, chosen: Sequence[int], move_values: list[dict[int, 
     return {**count(rows), "first player to move": count(by_side[0]), "second player to move": count(by_side[1])}
 
 
-#: The baseline players of :func:`baselines`: the uniformly random player, greedy capture, and alpha-beta
-#: search on material to depth 1 and 2 (depth 1 also takes a mate in one; depth 2 also avoids one).
-BASELINES = ("random", "greedy", "minimax-d1", "minimax-d2")
-
-
-def baseline_agent(name: str, seed: int = 0):
-    """The baseline player called ``name`` (one of :data:`BASELINES`), seeded."""
-    if name == "random":
-        return RandomAgent(seed)
-    if name == "greedy":
-        return GreedyAgent(seed)
-    if name.startswith("minimax-d") and name[9:].isdigit():
-        return MinimaxAgent(int(name[9:]), seed=seed)
-    raise ValueError(f"unknown baseline {name!r}; the baselines are {list(BASELINES)}")
+#: The baseline players of :func:`baselines` as agent specs (:func:`agents.spec.from_spec`): the uniformly random
+#: player, greedy capture, and alpha-beta on material to depth 1 and 2 (1 takes a mate in one, 2 also avoids one).
+BASELINES = ("random", "greedy", "minimax:1", "minimax:2")
 
 
 def baselines(variant: str, colors: Sequence[str] = ("white", "black"), games: int = 500, seed: int = 0) -> list[dict]:
     """Win rates of the baseline players against the random player (:func:`versus_random`, as for trained
     agents), one row per baseline and color."""
     rows = []
-    for name in BASELINES:
+    for spec in BASELINES:
         for color in colors:
-            match = versus_random(baseline_agent(name, seed), variant, games=games, color=color, seed=seed)
+            agent = from_spec(spec, variant, seed=seed)
+            match = versus_random(agent, variant, games=games, color=color, seed=seed)
             lo, hi = match.win_interval
-            rows.append({"player": name, "variant": variant, "color": color, "games": match.games,
+            rows.append({"player": agent.name, "variant": variant, "color": color, "games": match.games,
                          "wins": match.wins, "draws": match.draws, "losses": match.losses,
                          "win_rate": match.win_rate, "win_low": lo, "win_high": hi})
     return rows
