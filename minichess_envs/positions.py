@@ -254,6 +254,17 @@ def random_position(variant: str | Variant = "3x3", rng: np.random.Generator | N
     return make_position(v, pieces, turn)
 
 
+def random_plies(variant: str | Variant, plies: int, rng: np.random.Generator) -> Position:
+    """The start position after ``plies`` uniformly random moves (fewer where the game ends first)."""
+    position = Position(get_variant(variant))
+    for _ in range(plies):
+        actions = position.legal_actions()
+        if position.outcome() is not None or not len(actions):
+            break
+        position.push_action(int(actions[rng.integers(len(actions))]))
+    return position
+
+
 def random_walk_positions(variant: str | Variant, count: int, rng: np.random.Generator,
                           max_plies: int = 6, min_plies: int = 0) -> list[Position]:
     """``count`` non-terminal positions, each reached from the start by a walk of ``min_plies`` to

@@ -20,7 +20,7 @@ from agents.arena.ratings import Rating, elo_mle
 from agents.players.uci import EngineNotFoundError, UCIEngineAgent, find_engine
 from agents.reports import markdown_table
 from agents.runs import write_json
-from minichess_envs.engine import Position
+from minichess_envs.positions import random_plies
 from minichess_envs.variants import get_variant
 
 LEVELS = (1, 10, 100, 1000, 10000)
@@ -48,12 +48,7 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
         for _ in range(count * 200):
             if len(openings) == count:
                 break
-            position = Position(variant)
-            for _ in range(plies):
-                actions = position.legal_actions()
-                if position.outcome() is not None:
-                    break
-                position.push_action(int(actions[rng.integers(len(actions))]))
+            position = random_plies(variant, plies, rng)
             fen = position.fen()
             if position.outcome() is not None or fen in seen:
                 continue

@@ -19,6 +19,7 @@ from agents.workers import WorkerPool
 from agents.players.uci import UCIEngineAgent, default_engine, find_engine
 from minichess_envs.dataset import RESULT_CODES, ShardWriter, list_shards, score_to_int, write_shard
 from minichess_envs.engine import Position
+from minichess_envs.positions import random_plies
 from minichess_envs.variants import get_variant
 
 
@@ -67,12 +68,7 @@ def balanced_opening(engine: UCIEngineAgent, variant: str, plies: int, rng: np.r
     to ``tries`` openings that is, else the most balanced; openings that end the game are never kept."""
     best, best_score = Position(variant), None
     for _ in range(tries):
-        position = Position(variant)
-        for _ in range(plies):
-            actions = position.legal_actions()
-            if position.outcome() is not None or not len(actions):
-                break
-            position.push_action(int(actions[rng.integers(len(actions))]))
+        position = random_plies(variant, plies, rng)
         if position.outcome() is not None:
             continue
         result = engine.search(position)
