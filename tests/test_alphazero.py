@@ -301,7 +301,7 @@ def test_an_hour_budget_counts_the_progress_bar_in_seconds_of_training(tmp_path,
     assert "1/1 [" in capsys.readouterr().err
 
 
-def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_dense_format():
+def test_replay_buffer_checkpoints_compactly_and_restores_exactly():
     from agents.alphazero.selfplay import ReplayBuffer, play_games
 
     starts = [new_game("gardner", ply_limit=40) for _ in range(4)]
@@ -313,14 +313,11 @@ def test_replay_buffer_checkpoints_compactly_and_restores_exactly_also_from_the_
     buffer.add(samples)
     state = buffer.state()
     assert "policies" not in state and state["mask_bits"].shape == (buffer.size, (actions + 7) // 8)
-    dense = {**{k: v for k, v in state.items() if k not in ("mask_bits", "legal_policies")},
-             "masks": buffer.masks[:buffer.size].copy(), "policies": buffer.policies[:buffer.size].copy()}
-    for saved in (state, dense):  # this format, and the dense arrays of checkpoints written before it
-        restored = ReplayBuffer(buffer.capacity, encoding.shape, actions)
-        restored.restore(saved)
-        assert (restored.size, restored.next, restored.added) == (buffer.size, buffer.next, buffer.added)
-        for name in ("observations", "masks", "policies", "values"):
-            assert np.array_equal(getattr(restored, name), getattr(buffer, name)), name
+    restored = ReplayBuffer(buffer.capacity, encoding.shape, actions)
+    restored.restore(state)
+    assert (restored.size, restored.next, restored.added) == (buffer.size, buffer.next, buffer.added)
+    for name in ("observations", "masks", "policies", "values"):
+        assert np.array_equal(getattr(restored, name), getattr(buffer, name)), name
     buffer.policies[0, np.flatnonzero(buffer.masks[0] == 0)[0]] = 0.5  # mass on an illegal move
     with pytest.raises(ValueError, match="illegal move"):
         buffer.state()

@@ -151,20 +151,16 @@ class ReplayBuffer:
                 "legal_policies": legal_policies, "values": self.values[:n].copy()}
 
     def restore(self, state: dict) -> None:
-        """Restore from :meth:`state`'s dict, or from the dense arrays that checkpoints held before."""
+        """Restore from :meth:`state`'s dict."""
         if state["capacity"] != self.capacity:
             raise ValueError(f"checkpoint buffer holds {state['capacity']} samples, this run {self.capacity}")
         n = state["size"]
         self.observations[:n] = state["observations"]
-        if "mask_bits" in state:
-            legal = np.unpackbits(state["mask_bits"], axis=1, count=self.masks.shape[1]).astype(bool)
-            self.masks[:n] = legal
-            policies = self.policies[:n]  # a view: the assignments below fill the buffer
-            policies[:] = 0
-            policies[legal] = state["legal_policies"]
-        else:
-            self.masks[:n] = state["masks"]
-            self.policies[:n] = state["policies"]
+        legal = np.unpackbits(state["mask_bits"], axis=1, count=self.masks.shape[1]).astype(bool)
+        self.masks[:n] = legal
+        policies = self.policies[:n]  # a view: the assignments below fill the buffer
+        policies[:] = 0
+        policies[legal] = state["legal_policies"]
         self.values[:n] = state["values"]
         self.size, self.next, self.added = n, state["next"], state["added"]
 
