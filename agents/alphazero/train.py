@@ -106,16 +106,14 @@ class Config:
     def from_dict(cls, d: dict) -> Config:
         """The config as :func:`dataclasses.asdict` (or a checkpoint) holds it."""
         d = dict(d)
-        parts = {"network": NetworkConfig, "selfplay": SelfPlayConfig, "learning": LearningConfig,
-                 "scale": ScaleConfig}
-        for name, part in parts.items():
-            d[name] = part(**d.get(name, {}))
-        d["search"] = SearchConfig.from_dict(d.get("search", {}))
+        for name, part in PARTS.items():  # SearchConfig.from_dict also reads the settings of removed options
+            d[name] = part.from_dict(d.get(name, {})) if part is SearchConfig else part(**d.get(name, {}))
         d["selfplay"].start_fens = tuple(d["selfplay"].start_fens)
         return cls(**d)
 
 
-PARTS = ("network", "search", "selfplay", "learning", "scale")
+PARTS = {"network": NetworkConfig, "search": SearchConfig, "selfplay": SelfPlayConfig, "learning": LearningConfig,
+         "scale": ScaleConfig}
 
 
 def with_changes(config: Config, **changes) -> Config:
