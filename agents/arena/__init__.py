@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import pickle
 import sys
 import zlib
 from typing import Callable, Iterable, Sequence
@@ -346,9 +345,8 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         for task, record in _play_games(agents, names, game, tasks, False, **game_options):
             done(task, record)
     else:
-        # Agents travel pickled, so a copy never shares an engine process with the parent.
-        settings = (pickle.dumps(agents), names, game, game_options)
-        with WorkerPool(ArenaPlayer, settings, min(workers, len(tasks))) as pool:
+        # Each worker gets its own copy of the agents (sent pickled): none shares an engine process with the parent.
+        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(tasks))) as pool:
             pool.submit(None, tasks)
             for _, (task, record) in pool.results():
                 done(task, record)
@@ -409,8 +407,7 @@ class ArenaPlayer:
     """An arena worker of :class:`~agents.workers.WorkerPool`: its own copy of the agents, one game per job."""
 
     def __init__(self, settings: tuple):
-        blob, self.names, self.game, self.options = settings
-        self.players = pickle.loads(blob)
+        self.players, self.names, self.game, self.options = settings
         if "torch" in sys.modules:  # one thread per worker: the workers already use every core
             sys.modules["torch"].set_num_threads(1)
 
