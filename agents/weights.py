@@ -1,4 +1,5 @@
-"""Network weights of saved agents: ``weights.pt`` beside the agent's manifest.
+"""Agents that play by a network (:class:`NetworkAgent`), and their saved weights: ``weights.pt`` beside the
+agent's manifest.
 
 It holds the network's config (as a dict) and its state dict, so a network is rebuilt without knowing its size; it
 is read with ``torch.load(weights_only=True)`` (never code) and checked against ``SHA256SUMS``."""
@@ -10,9 +11,47 @@ import os
 
 import torch
 
+from agents.base import Agent
+from agents.games import BOARD_GAMES, PLAIN, ChessGame, Game, new_game
 from minichess_envs.checksums import verify_checksum, write_checksums
 
 WEIGHTS = "weights.pt"
+
+
+class NetworkAgent(Agent):
+    """An agent playing ``game`` (:func:`~agents.games.new_game`) by a network ``net`` whose ``config`` says the planes
+    and actions it reads; ``history`` and ``last_move`` say how the game is observed, where the game has them."""
+
+    def __init__(self, net: torch.nn.Module, game: str, history: int = 1, last_move: bool = False):
+        self.net = net.eval()
+        options = {"history": history, "last_move": last_move}
+        if game in BOARD_GAMES:  # a board game without an option shows the plain board
+            options = {k: v if k in BOARD_GAMES[game].options else PLAIN[k] for k, v in options.items()}
+        self.game, self.history, self.last_move = game, options["history"], options["last_move"]
+        self.probe = new_game(game, **options)  # the start: shapes, observations
+        self.encoding = getattr(self.probe, "encoding", None)  # chess variants: the observation encoding
+        self.variant = self.probe.position.variant if isinstance(self.probe, ChessGame) else None
+        self.shape = self.probe.observation_shape
+        c, actions = net.config, self.probe.num_actions
+        if (c.height, c.width, c.channels_in, c.num_actions) != (*self.shape, actions):
+            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
+                             f"does not fit {game} with observations {self.shape} and {actions} actions")
+
+    def as_game(self, position) -> Game:
+        """A chess position as a game the network sees as it was trained to; a game as it is."""
+        if isinstance(position, Game):
+            return position
+        if self.encoding is None:
+            raise TypeError(f"an agent for {self.game} plays Games, got {type(position).__name__}")
+        return ChessGame(position, self.encoding)
+
+    @staticmethod
+    def saved_settings(manifest: dict) -> dict:
+        """The manifest's settings, ``variant`` read as ``game`` (saved before board games shared the class)."""
+        settings = dict(manifest["settings"])
+        if "variant" in settings:
+            settings["game"] = settings.pop("variant")
+        return settings
 
 
 def save_network(path: str, net: torch.nn.Module) -> None:

@@ -8,27 +8,18 @@ import numpy as np
 
 from agents.alphazero.network import NetConfig, PolicyValueNet
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number, search
-from agents.base import Agent, check_settings, manifest_file, read_manifest, write_manifest
-from agents.games import BOARD_GAMES, ChessGame, Game, new_game
-from agents.weights import load_network, save_network
+from agents.base import check_settings, manifest_file, read_manifest, write_manifest
+from agents.weights import NetworkAgent, load_network, save_network
 
 
-class AlphaZeroAgent(Agent):
+class AlphaZeroAgent(NetworkAgent):
     """Plays the move a search with ``simulations`` simulations chooses, or with 0 the network's most probable.
     ``game``: a chess variant (``history`` and ``last_move`` say what the network sees; ``act`` needs its
     position) or a board game (rebuilt from PettingZoo's observation, or passed as a :class:`~agents.games.Game`)."""
 
     def __init__(self, net: PolicyValueNet, game: str, history: int = 1, last_move: bool = False,
                  simulations: int = 64, search: SearchConfig | None = None, name: str = "alphazero"):
-        self.net = net.eval()
-        self.game, self.history, self.last_move = game, history, last_move
-        probe = new_game(game) if game in BOARD_GAMES else new_game(game, history=history, last_move=last_move)
-        self.encoding = getattr(probe, "encoding", None)  # chess variants: the observation encoding
-        self.variant = probe.position.variant if isinstance(probe, ChessGame) else None
-        c = net.config
-        if (c.height, c.width, c.channels_in, c.num_actions) != (*probe.observation_shape, probe.num_actions):
-            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
-                             f"does not fit {game} with observations {probe.observation_shape}")
+        super().__init__(net, game, history, last_move)
         check_number("simulations", simulations, 0, kind=int)
         self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
         self.evaluator = NetworkEvaluator(self.net)
@@ -52,14 +43,6 @@ class AlphaZeroAgent(Agent):
         network = config["network"]
         return cls(net, config["game"], network["history"], network["last_move"], simulations, search_config, name)
 
-    def as_game(self, position) -> Game:
-        """A chess position as a game the network sees as it was trained to; a game as it is."""
-        if isinstance(position, Game):
-            return position
-        if self.encoding is None:
-            raise TypeError(f"an AlphaZero agent for {self.game} plays Games, got {type(position).__name__}")
-        return ChessGame(position, self.encoding)
-
     def act(self, observation, action_mask, position=None) -> int:
         return int(self.act_batch([observation], [action_mask], None if position is None else [position])[0])
 
@@ -67,7 +50,7 @@ class AlphaZeroAgent(Agent):
         if positions is None:
             if self.encoding is not None:
                 raise ValueError("AlphaZeroAgent needs the positions: act(observation, action_mask, position)")
-            positions = [BOARD_GAMES[self.game].from_observation(o) for o in observations]
+            positions = [self.probe.from_observation(o) for o in observations]
         return self.act_games([self.as_game(p) for p in positions])
 
     def act_games(self, games) -> np.ndarray:
@@ -118,9 +101,7 @@ class AlphaZeroAgent(Agent):
     @classmethod
     def load(cls, path: str, simulations: int | None = None, device: str = "cpu") -> AlphaZeroAgent:
         manifest = read_manifest(path)
-        settings = dict(manifest["settings"])
-        if "variant" in settings:  # saved before board games and chess shared this class
-            settings["game"] = settings.pop("variant")
+        settings = cls.saved_settings(manifest)
         # "simulations" beside "search": saved before the search settings held them
         settings = check_settings(path, settings, {"game": str, "search": dict},
                                   {"history": int, "last_move": bool, "simulations": int},

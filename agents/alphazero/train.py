@@ -18,7 +18,7 @@ from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number
 from agents.alphazero.selfplay import ReplayBuffer, Samples, SelfPlaySchedule, play_games, symmetric_samples
 from agents.devices import autocast, resolve_device
-from agents.games import BOARD_GAMES, Game, new_game
+from agents.games import Game, new_game
 from agents.runs import Run, RunState, checkpoint_dir, cosine_rate, load_tensors, read_state
 
 KIND = "alphazero"  # the checkpoints' kind
@@ -135,11 +135,8 @@ def with_changes(config: Config, **changes) -> Config:
 
 def start_game(config: Config, fen: str | None = None) -> Game:
     """The game's start (a chess variant's with the run's observation and ply limit, from ``fen`` if given)."""
-    options = {}
-    if config.game not in BOARD_GAMES:  # chess variants: how the network sees them
-        options = {"history": config.network.history, "last_move": config.network.last_move,
-                   "ply_limit": config.selfplay.ply_limit, "fen": fen}
-    return new_game(config.game, **options)
+    return new_game(config.game, history=config.network.history, last_move=config.network.last_move,
+                    ply_limit=config.selfplay.ply_limit, fen=fen)
 
 
 def gardner_config(run_dir: str, iterations: int = 30, games: int = 256, simulations: int = 48, **changes) -> Config:

@@ -12,17 +12,23 @@ from minichess_envs.variants import VARIANTS
 #: The board games by name (chess variants are named by the variant table).
 BOARD_GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect_four": ConnectFour}
 
+#: What a game shows without options: a board game takes these values of options it has not got.
+PLAIN = {"history": 1, "last_move": False, "ply_limit": None, "fen": None}
+
 
 def new_game(name: str, **options) -> Game:
-    """The start of game ``name``: a board game, or a chess variant (``options``: ``history``,
-    ``last_move``, ``ply_limit``, ``fen`` of :meth:`ChessGame.start`)."""
-    if name in BOARD_GAMES:
-        if options:
-            raise ValueError(f"{name} takes no options, got {sorted(options)}")
-        return BOARD_GAMES[name]()
+    """The start of game ``name``: a chess variant (``options``: ``history``, ``last_move``, ``ply_limit``, ``fen``
+    of :meth:`ChessGame.start`) or a board game (the options its class names in ``options``)."""
     if name in VARIANTS:
         return ChessGame.start(name, **options)
-    raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}")
+    if name not in BOARD_GAMES:
+        raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}")
+    cls = BOARD_GAMES[name]
+    taken = getattr(cls, "options", ())
+    other = {k: v for k, v in options.items() if k not in taken and (k not in PLAIN or PLAIN[k] != v)}
+    if other:
+        raise ValueError(f"{name} takes {', '.join(taken) or 'no options'}, got {other}")
+    return cls(**{k: v for k, v in options.items() if k in taken})
 
 
 __all__ = ["BOARD_GAMES", "SEAT_NAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",

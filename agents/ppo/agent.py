@@ -8,9 +8,8 @@ import numpy as np
 import torch
 
 from agents.base import Agent, SeededAgent, check_settings, load, manifest_file, read_manifest, write_manifest
-from agents.games import BOARD_GAMES, ChessGame, Game, new_game
 from agents.ppo.network import PPONet, PPONetConfig
-from agents.weights import load_network, save_network
+from agents.weights import NetworkAgent, load_network, save_network
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.variants import get_variant
 
@@ -23,7 +22,7 @@ class BatchAgent(Agent):
                                   None if position is None else [position])[0])
 
 
-class PPOAgent(BatchAgent):
+class PPOAgent(BatchAgent, NetworkAgent):
     """A PPO policy network for any game (a chess variant, ``history`` and ``last_move`` saying what the network
     sees, or a board game): its most probable legal action, or a sample from it (``sample=True``). Given positions
     (chess positions or :class:`~agents.games.Game`), it encodes observations of another shape itself."""
@@ -32,16 +31,7 @@ class PPOAgent(BatchAgent):
 
     def __init__(self, net: PPONet, game: str, history: int = 1, last_move: bool = True, *,
                  sample: bool = False, seed: int | None = None, name: str = "ppo", backend: str = "rllib"):
-        self.net = net.eval()
-        self.game, self.history, self.last_move = game, history, last_move
-        probe = new_game(game) if game in BOARD_GAMES else new_game(game, history=history, last_move=last_move)
-        self.encoding = getattr(probe, "encoding", None)  # chess variants: the observation encoding
-        self.variant = probe.position.variant if isinstance(probe, ChessGame) else None
-        self.shape = probe.observation_shape
-        c = net.config
-        if (c.height, c.width, c.channels_in, c.num_actions) != (*self.shape, probe.num_actions):
-            raise ValueError(f"network for {c.height}x{c.width}x{c.channels_in} planes and {c.num_actions} actions "
-                             f"does not fit {game} with observations {self.shape} and {probe.num_actions} actions")
+        super().__init__(net, game, history, last_move)
         self.sample, self.seed, self.name, self.backend = sample, seed, name, backend
         self.rng = torch.Generator().manual_seed(0 if seed is None else seed)
 
@@ -74,7 +64,7 @@ class PPOAgent(BatchAgent):
             shape = None if observations is None else observations.shape[1:]
             raise ValueError(f"{self.name}: observations of shape {shape} are not the {self.shape} "
                              "planes this network reads; pass the positions to have them encoded")
-        return np.stack([p.observation() if isinstance(p, Game) else self.encoding.encode(p) for p in positions])
+        return np.stack([self.as_game(p).observation() for p in positions])
 
     def save(self, path: str) -> None:
         save_network(path, self.net)
@@ -84,10 +74,7 @@ class PPOAgent(BatchAgent):
     @classmethod
     def load(cls, path: str, sample: bool | None = None) -> PPOAgent:
         manifest = read_manifest(path)
-        settings = dict(manifest["settings"])
-        if "variant" in settings:  # chess policies saved before board games shared this class
-            settings["game"] = settings.pop("variant")
-        settings = check_settings(path, settings, {"game": str},
+        settings = check_settings(path, cls.saved_settings(manifest), {"game": str},
                                   {"history": int, "last_move": bool, "sample": bool, "seed": (int, None),
                                    "backend": str}, bounds={"history": (1, 64)})
         if sample is not None:

@@ -71,7 +71,7 @@ class BoardGameVectorEnv(VectorEnv):
         self.games = [probe.copy() for _ in range(num_envs)]
         self.kinds = np.zeros(num_envs, np.int8)  # RANDOM or PAST_SELF, per game
         self.learners = np.zeros(num_envs, np.int8)  # the learner's seat: 0 moves first
-        self.past_self = PPOAgent(PPONet(net_config), game, last_move=False, sample=True)
+        self.past_self = PPOAgent(PPONet(net_config), game, sample=True)
         self.has_past_self = False
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
 
@@ -108,7 +108,7 @@ class BoardGameVectorEnv(VectorEnv):
                 infos = self._add_info(infos, {
                     "final_obs": {k: v[i] for k, v in final.items()},
                     "winner": None if winner is None else SEAT_NAMES[winner], "learner_color": SEAT_NAMES[learner],
-                    "moves": int(game.moves), "opponent": KINDS[self.kinds[i]]}, i)
+                    "moves": int(game.plies), "opponent": KINDS[self.kinds[i]]}, i)
             self._new_games(ended)
         return self._observations(), rewards, terminated, np.zeros(n, bool), infos
 
