@@ -158,26 +158,90 @@ def test_the_tree_refuses_misuse_and_bad_games():
         _core.Search(None, 2)
 
     def leaf(parent, action):
-        return parent, None, [0, 9], np.zeros(84, np.float32), 1
+        return parent, False, None, [0, 9], np.zeros(84, np.float32), 1
 
     tree = _core.Search(None, 2, num_actions=7, observation_size=84, leaf=leaf)
     tree.set_root(0, ConnectFour())
     out = (np.zeros((8, 84), np.float32), np.zeros((8, 7), np.int8), np.zeros(8, np.uint64))
     with pytest.raises(ValueError, match="legal action 9 is out of"):
         tree.select(4, 10, *out)
-    for bad, message in (((1, None, [0], None), "leaf must return"),
-                         ((None, 2.0, None, None, None), "value must be in"),
-                         ((None, None, [0], np.zeros(3, np.float32), 1), "observation must be 84 float32"),
-                         ((None, None, [], None, None), "1 to 7 legal actions")):
+    for bad, message in (((1, False, None, [0], None), "leaf must return"),
+                         ((None, False, 2.0, None, None, None), "value must be in"),
+                         ((None, False, None, [0], np.zeros(3, np.float32), 1), "observation must be 84 float32"),
+                         ((None, False, None, [], None, None), "1 to 7 legal actions")):
         tree = _core.Search(None, 1, num_actions=7, observation_size=84, leaf=lambda p, a, bad=bad: bad)
         tree.set_root(0, ConnectFour())
         with pytest.raises((TypeError, ValueError), match=message):
             tree.select(1, 10, *out)
     tree = _core.Search(None, 2, num_actions=7, observation_size=84,
-                        leaf=lambda p, a: (p, None, [0, 1], np.zeros(84, np.float32), 1))
+                        leaf=lambda p, a: (p, False, None, [0, 1], np.zeros(84, np.float32), 1))
     tree.set_root(0, ConnectFour())
     assert tree.select(4, 10, *out) == 1  # the root waits: one leaf this round
     with pytest.raises(RuntimeError, match="select called twice"):
         tree.select(4, 10, *out)
     with pytest.raises(RuntimeError, match="set_root between select and backup"):
         tree.set_root(1, ConnectFour())
+
+
+class BonusNim(Game):
+    """Take 1 or 2 counters from a pile; whoever takes the last wins, and whoever leaves a multiple of 3 (not 0)
+    moves again: a game where one player may move twice in a row, as in a checkers multi-jump."""
+
+    name, num_actions, observation_shape = "bonus_nim", 2, (1, 1, 2)
+
+    def __init__(self, pile: int, mover: int = 0):
+        self.pile, self.mover, self.last = pile, mover, None
+
+    def copy(self):
+        other = BonusNim(self.pile, self.mover)
+        other.last = self.last
+        return other
+
+    def to_play(self):
+        return self.mover
+
+    def legal_actions(self):
+        return [a for a in (0, 1) if a + 1 <= self.pile]
+
+    def step(self, action):
+        self.pile -= action + 1
+        self.last = self.mover
+        if self.pile == 0 or self.pile % 3:
+            self.mover = 1 - self.mover
+
+    def is_over(self):
+        return self.pile == 0
+
+    def winner(self):
+        return self.last if self.pile == 0 else None
+
+    def observation(self):
+        return np.array([[[self.pile / 20, self.mover]]], np.float32)
+
+    def key(self):
+        return self.pile * 2 + self.mover
+
+
+def bonus_nim_wins(pile: int) -> bool:
+    """Exact: does the player to move win? (A move into a multiple of 3 keeps the move.)"""
+    if pile == 0:
+        return False  # the previous player took the last counter
+    for take in (1, 2):
+        rest = pile - take
+        if rest == 0 or (rest % 3 == 0 and bonus_nim_wins(rest)) or (rest % 3 and rest > 0
+                                                                      and not bonus_nim_wins(rest)):
+            return True
+    return False
+
+
+def test_values_keep_their_sign_where_the_same_player_moves_again():
+    # Against exact minimax: with the sign flipped at every ply regardless of who moves, the search
+    # misjudges the moves after which the same player moves again
+    piles = [p for p in range(2, 16) if bonus_nim_wins(p)]
+    games = [BonusNim(p) for p in piles]
+    result = search(games, UniformEvaluator(), SearchConfig(simulations=3000, discount=1.0))
+    for pile, action, q in zip(piles, result.actions, result.q):
+        rest = pile - (int(action) + 1)
+        wins = rest == 0 or (rest % 3 == 0 and bonus_nim_wins(rest)) or (rest % 3 and not bonus_nim_wins(rest))
+        assert wins, (pile, int(action), q)
+        assert q[action] > 0.5, (pile, q)

@@ -156,15 +156,17 @@ class NetworkEvaluator:
 
 
 def _leaf(parent, action: int):
-    """A new node of the C tree for a Python game: the game after ``action`` from ``parent`` (-1: the
-    root itself), with its exact value if it is over, else its legal actions, observation and key."""
-    game = parent
+    """A new node of the C tree for a Python game: the game after ``action`` from ``parent`` (-1: the root
+    itself), whether the player who moved moves again (a multi-jump), and its exact value if it is over, else
+    its legal actions, observation and key."""
+    game, again = parent, False
     if action >= 0:
         game = parent.copy()
         game.step(action)
+        again = game.to_play() == parent.to_play()
     if game.is_over():
-        return game, terminal_value(game), None, None, None
-    return game, None, game.legal_actions(), np.ascontiguousarray(game.observation(), np.float32), game.key()
+        return game, again, terminal_value(game), None, None, None
+    return game, again, None, game.legal_actions(), np.ascontiguousarray(game.observation(), np.float32), game.key()
 
 
 def search(games: Sequence, evaluator, config: SearchConfig, rng: np.random.Generator | None = None) -> SearchResult:

@@ -94,7 +94,7 @@ class BoardGameVectorEnv(VectorEnv):
                                  f"legal: {game.legal_actions()}")
         for game, action in zip(self.games, actions):
             game.step(int(action))
-        self._reply(np.array([i for i, g in enumerate(self.games) if not g.is_over()], np.int64))
+        self._reply(range(self.num_envs))
         n = self.num_envs
         rewards, terminated = np.zeros(n), np.array([g.is_over() for g in self.games])
         infos: dict = {}
@@ -120,17 +120,24 @@ class BoardGameVectorEnv(VectorEnv):
             kind = RANDOM if not self.has_past_self or rng.random() < self.random_share else PAST_SELF
             self.games[i] = new_game(self.game)
             self.learners[i], self.kinds[i] = SEAT_NAMES.index(seat), kind
-        self._reply(np.array([i for i in indices if self.learners[i] == 1], np.int64))
+        self._reply(indices)
 
-    def _reply(self, indices: np.ndarray) -> None:
-        """The opponents' moves in these games: the random player's per game, the past self's in one batch."""
-        by_self = [self.games[i] for i in indices if self.kinds[i] == PAST_SELF]
-        for i in indices:
-            if self.kinds[i] == RANDOM:
-                self.games[i].step(int(self._rngs[i].choice(self.games[i].legal_actions())))
-        if by_self:
-            for game, action in zip(by_self, self.past_self.act_games(by_self)):
-                game.step(int(action))
+    def _reply(self, indices) -> None:
+        """The opponents' moves in these games until the learner is to move or the game is over (a checkers
+        multi-jump is several moves): the random player's per game, the past self's in one batch."""
+        def waits(i):
+            return not self.games[i].is_over() and self.games[i].to_play() != self.learners[i]
+
+        waiting = [i for i in indices if waits(i)]
+        while waiting:
+            by_self = [self.games[i] for i in waiting if self.kinds[i] == PAST_SELF]
+            for i in waiting:
+                if self.kinds[i] == RANDOM:
+                    self.games[i].step(int(self._rngs[i].choice(self.games[i].legal_actions())))
+            if by_self:
+                for game, action in zip(by_self, self.past_self.act_games(by_self)):
+                    game.step(int(action))
+            waiting = [i for i in waiting if waits(i)]
 
     def _observations(self) -> dict[str, np.ndarray]:
         """PettingZoo's dicts, batched: planes from the view of the player to move, and the legal mask."""

@@ -9,7 +9,8 @@
  *   - any other game (`rules=None`, `num_actions` and `observation_size` given):
  *     each node keeps a Python game object, and a new leaf is made by calling
  *     `leaf(parent_game, action)` (action -1: the root itself), which returns
- *     (game, terminal_value or None, legal_actions, observation, key).
+ *     (game, moves_again, terminal_value or None, legal_actions, observation, key);
+ *     moves_again: the player who moved into it is to move again (a multi-jump).
  * Everything else (selection, virtual loss, backup, Gumbel, the root tables)
  * is the same code for both.  Python drives it (agents/alphazero/search.py):
  *
@@ -47,8 +48,9 @@
  * the game is over (mate, stalemate, draw rules, ply limit) get their exact
  * value and are backed up at once.  Values are backed up negamax style with a
  * per-ply discount (value of a position = -discount * value of the position
- * after the chosen move), so a mate in 1 is worth more than a mate in 3 and a
- * loss later is better than a loss now.
+ * after the chosen move, +discount where the same player moves again), so a
+ * mate in 1 is worth more than a mate in 3 and a loss later is better than a
+ * loss now.
  *
  * root="gumbel" (Danihelka, Guez, Schrittwieser, Silver, "Policy improvement by
  * planning with Gumbel", ICLR 2022): at the root, sequential halving over the
@@ -78,7 +80,10 @@ typedef struct {
     int32_t first_child; /* -1 until expanded; children are contiguous */
     int16_t num_children;
     int16_t action;      /* action of the move into this node, for the parent's side */
-    uint32_t move;       /* move code into this node */
+    union {
+        uint32_t move;        /* chess: the move code into this node */
+        uint32_t moves_again; /* other games: 1 if the player who moved into this node moves here too */
+    };
     float prior;         /* P(parent -> this) */
     int32_t visits;      /* N, virtual visits of pending simulations included */
     float value_sum;     /* W, from the view of the side that moved into this node */
@@ -180,7 +185,7 @@ static void backup_path(SearchObject *s, Tree *t, int32_t node, float value) {
     while (node >= 0) {
         Node *nd = &t->nodes[node];
         if (nd->parent < 0) break; /* the root has no edge to credit */
-        value = -s->discount * value;
+        value = (!s->rules && nd->moves_again ? s->discount : -s->discount) * value;
         nd->value_sum += value + s->virtual_loss;
         nd->value_squares += value * value;
         nd->inflight -= 1;
@@ -241,13 +246,16 @@ static int make_leaf(SearchObject *s, Tree *t, int32_t node, float *obs, uint8_t
     int result = -1;
     PyObject *actions = NULL;
     Py_buffer view = {0};
-    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != 5) {
-        PyErr_SetString(PyExc_TypeError, "leaf must return (game, value, actions, observation, key)");
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != 6) {
+        PyErr_SetString(PyExc_TypeError, "leaf must return (game, moves_again, value, actions, observation, key)");
         goto done;
     }
-    PyObject *game = PyTuple_GET_ITEM(out, 0), *value = PyTuple_GET_ITEM(out, 1);
+    PyObject *game = PyTuple_GET_ITEM(out, 0), *value = PyTuple_GET_ITEM(out, 2);
+    int again = PyObject_IsTrue(PyTuple_GET_ITEM(out, 1));
+    if (again < 0) goto done;
     Py_INCREF(game);
     Py_XSETREF(t->games[node], game);
+    nd->moves_again = (uint32_t)again;
     if (value != Py_None) {
         double v = PyFloat_AsDouble(value);
         if (v == -1.0 && PyErr_Occurred()) goto done;
@@ -260,7 +268,7 @@ static int make_leaf(SearchObject *s, Tree *t, int32_t node, float *obs, uint8_t
         result = 0;
         goto done;
     }
-    actions = PySequence_Fast(PyTuple_GET_ITEM(out, 2), "legal actions must be a sequence of integers");
+    actions = PySequence_Fast(PyTuple_GET_ITEM(out, 3), "legal actions must be a sequence of integers");
     if (!actions) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(actions);
     if (n < 1 || n > s->naction) {
@@ -280,13 +288,13 @@ static int make_leaf(SearchObject *s, Tree *t, int32_t node, float *obs, uint8_t
         mask[a] = 1;
         t->nodes[first + k].action = (int16_t)a;
     }
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(out, 3), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(out, 4), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
     if (view.itemsize != 4 || !view.format || strcmp(view.format, "f") != 0 || view.len != s->obs_size * 4) {
         PyErr_Format(PyExc_ValueError, "an observation must be %zd float32 values", s->obs_size);
         goto done;
     }
     memcpy(obs, view.buf, (size_t)view.len);
-    *key = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(out, 4));
+    *key = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(out, 5));
     if (*key == (unsigned long long)-1 && PyErr_Occurred()) goto done;
     result = 1;
 done:
