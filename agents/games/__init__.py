@@ -1,16 +1,18 @@
-"""Games: the one :class:`Game` interface (``new_game("connect_four")``, ``"tictactoe"`` or a chess variant).
+"""Games: the one :class:`Game` interface (``new_game("connect_four")``, ``"checkers"``, ``"tictactoe"`` or a chess
+variant).
 A board game is one file here implementing :class:`Game`, added to :data:`BOARD_GAMES`."""
 
 from __future__ import annotations
 
 from agents.games.base import SEAT_NAMES, Game, GridGame, terminal_value
+from agents.games.checkers import Checkers
 from agents.games.chess import ChessGame
 from agents.games.connect_four import ConnectFour
 from agents.games.tictactoe import TicTacToe
 from minichess_envs.variants import VARIANTS
 
 #: The board games by name (chess variants are named by the variant table).
-BOARD_GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect_four": ConnectFour}
+BOARD_GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect_four": ConnectFour, "checkers": Checkers}
 
 #: What a game shows without options: a board game takes these values of options it has not got.
 PLAIN = {"history": 1, "last_move": False, "ply_limit": None, "fen": None}
@@ -31,5 +33,5 @@ def new_game(name: str, **options) -> Game:
     return cls(**{k: v for k, v in options.items() if k in taken})
 
 
-__all__ = ["BOARD_GAMES", "SEAT_NAMES", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
+__all__ = ["BOARD_GAMES", "SEAT_NAMES", "Checkers", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
            "new_game", "terminal_value"]
