@@ -11,8 +11,9 @@ import pytest
 pyspiel = pytest.importorskip("pyspiel", reason="open-spiel is checkers' rules oracle: pip install open-spiel")
 
 from agents.arena import play_game  # noqa: E402
-from agents.games.checkers import (WIN, Checkers, CheckersAlphaBeta, OpenSpielMCTS, alpha_beta_values,  # noqa: E402
+from agents.games.checkers import (WIN, Checkers, CheckersAlphaBeta, alpha_beta_values,  # noqa: E402
                                    evaluate, from_openspiel, to_openspiel)
+from agents.players.openspiel_mcts import OpenSpielMCTS  # noqa: E402
 from agents.players.random_agent import RandomAgent  # noqa: E402
 
 
@@ -418,6 +419,8 @@ def test_openspiel_mcts_plays_legal_moves_through_the_arena():
     record = play_game(bot, RandomAgent(), game="checkers", seed=0, opening_plies=4)
     assert record.white == "openspiel mcts 8" and record.plies > 4
     game = play(Checkers(), "11-15", "23-19")
-    assert sorted(from_openspiel(a) for a in bot.openspiel_state(game).legal_actions()) == game.legal_actions()
+    assert sorted(from_openspiel(a) for a in game.openspiel_state().legal_actions()) == game.legal_actions()
     with pytest.raises(ValueError, match="from_squares"):
         bot.act(None, None, Checkers.from_squares(first_men=[1], second_men=[32]))
+    with pytest.raises(ValueError, match="needs the position"):
+        bot.act(None, None, None)

@@ -1,5 +1,5 @@
-"""English draughts (American checkers, 8x8) with OpenSpiel's ``checkers`` rules and action steps, and its judges:
-:class:`CheckersAlphaBeta`, and :class:`OpenSpielMCTS` (OpenSpiel's MCTS bot as an outside opponent, ``open-spiel``).
+"""English draughts (American checkers, 8x8) with OpenSpiel's ``checkers`` rules and action steps, and its judge
+:class:`CheckersAlphaBeta` (OpenSpiel's MCTS bot plays it too: :mod:`agents.players.openspiel_mcts`).
 
 Squares are numbered 1..32 as in checkers books (an action's square is that number less one): row by row from
 the first player's side, four dark squares a row, so that the diagram's top row (squares 1-4) holds dark squares
@@ -13,7 +13,6 @@ import random
 
 import numpy as np
 
-from agents.base import Agent
 from agents.games.base import Game, Judge
 
 #: Plies in a row without a capture that draw the game (OpenSpiel's ``kMaxMovesWithoutCapture``).
@@ -316,6 +315,23 @@ class Checkers(Game):
             return "not an action 0..127"
         return f"square {action // 4 + 1} {DIRECTION_NAMES[action % 4]}"
 
+    def openspiel_state(self):
+        """OpenSpiel's ``checkers`` state after this game's actions (replayed from the start: ``ValueError`` for a
+        position set up by :meth:`from_squares`)."""
+        import pyspiel
+        actions = self.history()
+        if actions is None:
+            raise ValueError(f"OpenSpiel replays a game from the start; {self!r} was set up by from_squares")
+        replay, state = Checkers(), pyspiel.load_game("checkers").new_initial_state()
+        for action in actions:
+            state.apply_action(to_openspiel(replay, action))
+            replay.step(action)
+        return state
+
+    @staticmethod
+    def from_openspiel(action: int) -> int:
+        return from_openspiel(action)
+
     @classmethod
     def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
         """The identity alone: a left-right mirror (or a quarter turn) takes the 8x8 board's dark squares to
@@ -438,44 +454,3 @@ def from_openspiel(action: int) -> int:
     cell, direction = action // 8, action // 2 % 4
     row, column = divmod(63 - cell, 8)
     return 4 * (4 * row + column // 2) + OPENSPIEL_DIRECTIONS.index(direction)
-
-
-class OpenSpielMCTS(Agent):
-    """OpenSpiel's MCTS bot (UCT with random rollouts, ``simulations`` per move, solving won and lost subtrees)
-    on its own ``checkers``, an outside opponent; it replays the game's actions from the start position, so
-    positions set up by :meth:`Checkers.from_squares` are refused. ``pip install open-spiel``."""
-
-    def __init__(self, simulations: int = 100, rollouts: int = 1, uct_c: float = 2.0, seed: int = 0):
-        try:
-            import pyspiel
-            from open_spiel.python.algorithms import mcts
-        except ImportError as exc:  # an optional outside opponent
-            raise ImportError("OpenSpielMCTS needs OpenSpiel: pip install open-spiel") from exc
-        self.mcts, self.game = mcts, pyspiel.load_game("checkers")
-        self.simulations, self.rollouts, self.uct_c = simulations, rollouts, uct_c
-        self.name = f"openspiel mcts {simulations}"
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is None and hasattr(self, "bot"):
-            return
-        state = np.random.RandomState(np.random.MT19937(seed))  # any seed, the arena's are 63-bit
-        evaluator = self.mcts.RandomRolloutEvaluator(self.rollouts, random_state=state)
-        self.bot = self.mcts.MCTSBot(self.game, self.uct_c, self.simulations, evaluator, random_state=state)
-
-    def openspiel_state(self, game: Checkers):
-        """OpenSpiel's state after ``game``'s actions."""
-        actions = game.history()
-        if actions is None:
-            raise ValueError(f"{self.name} replays a game from the start; {game!r} was set up by from_squares")
-        replay, state = Checkers(), self.game.new_initial_state()
-        for action in actions:
-            state.apply_action(to_openspiel(replay, action))
-            replay.step(action)
-        return state
-
-    def act(self, observation, action_mask, position=None) -> int:
-        if not isinstance(position, Checkers):
-            raise ValueError(f"{type(self).__name__} needs the position: act(observation, action_mask, position) "
-                             f"with a Checkers game, got {type(position).__name__}")
-        return from_openspiel(self.bot.step(self.openspiel_state(position)))
