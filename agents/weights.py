@@ -12,7 +12,7 @@ import os
 import torch
 
 from agents.base import Agent
-from agents.games import BOARD_GAMES, PLAIN, ChessGame, Game, new_game
+from agents.games import PLAIN, ChessGame, Game, board_game, new_game
 from minichess_envs.checksums import verify_checksum, write_checksums
 
 WEIGHTS = "weights.pt"
@@ -25,8 +25,8 @@ class NetworkAgent(Agent):
     def __init__(self, net: torch.nn.Module, game: str, history: int = 1, last_move: bool = False):
         self.net = net.eval()
         options = {"history": history, "last_move": last_move}
-        if game in BOARD_GAMES:  # a board game without an option shows the plain board
-            options = {k: v if k in BOARD_GAMES[game].options else PLAIN[k] for k, v in options.items()}
+        if board_game(game):  # a board game without an option shows the plain board
+            options = {k: v if k in board_game(game).options else PLAIN[k] for k, v in options.items()}
         self.game, self.history, self.last_move = game, options["history"], options["last_move"]
         self.probe = new_game(game, **options)  # the start: shapes, observations
         self.encoding = getattr(self.probe, "encoding", None)  # chess variants: the observation encoding

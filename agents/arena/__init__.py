@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from agents.games import BOARD_GAMES, SEAT_NAMES, ChessGame, Game, new_game
+from agents.games import SEAT_NAMES, ChessGame, Game, board_game, new_game
 from agents.arena.ratings import wilson_interval
 from agents.workers import WorkerPool
 from minichess_envs.encoding import ObservationEncoding
@@ -118,7 +118,7 @@ class _Board:
 def _start(game: str, seed: int, round: str, names: Sequence[str], seats: tuple[int, int], start_fen: str | None,
            ply_limit: int | None, opening_plies: int, encoding: ObservationEncoding | None) -> _Board:
     """Game ``game`` set up (from ``start_fen`` in chess) after ``opening_plies`` random plies of the seed."""
-    if game in BOARD_GAMES:
+    if board_game(game):
         if start_fen is not None or ply_limit is not None or encoding is not None:
             raise ValueError(f"{game} starts from its empty board, has no ply limit and its own observation")
         played = new_game(game)
@@ -314,7 +314,7 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         raise ValueError(f"agent names must be distinct, one per agent (they label games and ratings): {names}")
     if seats not in ("alternate", "first", "second"):
         raise ValueError(f"seats must be 'alternate', 'first' or 'second', not {seats!r}")
-    lockstep = game in BOARD_GAMES if lockstep is None else lockstep
+    lockstep = board_game(game) is not None if lockstep is None else lockstep
     if lockstep and workers > 1:
         raise ValueError("lockstep games are played in this process: workers must be 1")
     if pairings is None:

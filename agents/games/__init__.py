@@ -1,6 +1,5 @@
-"""Games: the one :class:`Game` interface (``new_game("connect_four")``, ``"checkers"``, ``"tictactoe"`` or a chess
-variant).
-A board game is one file here implementing :class:`Game`, added to :data:`BOARD_GAMES`."""
+"""Games: the one :class:`Game` interface (``new_game("connect_four")``, ``"checkers"``, ``"gomoku"``, ``"tictactoe"``
+or a chess variant). A board game is one file here implementing :class:`Game`, added to :data:`BOARD_GAMES`."""
 
 from __future__ import annotations
 
@@ -8,14 +7,22 @@ from agents.games.base import SEAT_NAMES, Game, GridGame, terminal_value
 from agents.games.checkers import Checkers
 from agents.games.chess import ChessGame
 from agents.games.connect_four import ConnectFour
+from agents.games.gomoku import Gomoku
 from agents.games.tictactoe import TicTacToe
 from minichess_envs.variants import VARIANTS
 
 #: The board games by name (chess variants are named by the variant table).
-BOARD_GAMES: dict[str, type[Game]] = {"tictactoe": TicTacToe, "connect_four": ConnectFour, "checkers": Checkers}
+BOARD_GAMES: dict[str, type[Game]] = {cls.name: cls for cls in (
+    TicTacToe, ConnectFour, Checkers, Gomoku.sized(9), Gomoku.sized(15), Gomoku.sized(4, 4))}
 
 #: What a game shows without options: a board game takes these values of options it has not got.
 PLAIN = {"history": 1, "last_move": False, "ply_limit": None, "fen": None}
+
+
+def board_game(name: str) -> type[Game] | None:
+    """The class of board game ``name``: one of :data:`BOARD_GAMES` or Gomoku of another size
+    (:meth:`Gomoku.named`); None for other names."""
+    return BOARD_GAMES.get(name) or Gomoku.named(name)
 
 
 def new_game(name: str, **options) -> Game:
@@ -23,15 +30,16 @@ def new_game(name: str, **options) -> Game:
     of :meth:`ChessGame.start`) or a board game (the options its class names in ``options``)."""
     if name in VARIANTS:
         return ChessGame.start(name, **options)
-    if name not in BOARD_GAMES:
-        raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}")
-    cls = BOARD_GAMES[name]
-    taken = getattr(cls, "options", ())
+    cls = board_game(name)
+    if cls is None:
+        raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}, "
+                         "gomoku<size>[k<length>]")
+    taken = cls.options
     other = {k: v for k, v in options.items() if k not in taken and (k not in PLAIN or PLAIN[k] != v)}
     if other:
         raise ValueError(f"{name} takes {', '.join(taken) or 'no options'}, got {other}")
     return cls(**{k: v for k, v in options.items() if k in taken})
 
 
-__all__ = ["BOARD_GAMES", "SEAT_NAMES", "Checkers", "ChessGame", "ConnectFour", "Game", "GridGame", "TicTacToe",
-           "new_game", "terminal_value"]
+__all__ = ["BOARD_GAMES", "SEAT_NAMES", "Checkers", "ChessGame", "ConnectFour", "Game", "Gomoku", "GridGame",
+           "TicTacToe", "board_game", "new_game", "terminal_value"]

@@ -105,6 +105,7 @@ class GridGame(Game):
 
     height: int
     width: int
+    length: int  # marks in a row that win (or more)
     title: str  # in error messages
     gravity = False  # True: an action is a column, its mark falls to the lowest empty cell
     lines: list[list[tuple[int, ...]]]
@@ -112,10 +113,16 @@ class GridGame(Game):
 
     __slots__ = ("board", "moves", "result", "hash")
 
-    def __init_subclass__(cls, length: int, zobrist_seed: int):
-        """A game of ``length`` in a row on its ``height`` x ``width`` grid."""
+    def __init_subclass__(cls, length: int | None = None, zobrist_seed: int = 0, **kwargs):
+        """A game of ``length`` in a row on its ``height`` x ``width`` grid (no ``length``: a family of such games,
+        as Gomoku of any size, whose sized subclasses give it)."""
+        super().__init_subclass__(**kwargs)
+        if length is None:
+            return
         h, w = cls.height, cls.width
-        cls.observation_shape = (h, w, 2)
+        cls.length = length
+        if not isinstance(getattr(cls, "observation_shape", None), property):  # Gomoku's planes vary
+            cls.observation_shape = (h, w, 2)
         cls.lines = [[] for _ in range(h * w)]  # per cell, the lines of ``length`` through it
         for r, c, (dr, dc) in itertools.product(range(h), range(w), ((0, 1), (1, 0), (1, 1), (-1, 1))):
             cells = [(r + i * dr, c + i * dc) for i in range(length)]

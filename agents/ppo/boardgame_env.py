@@ -7,7 +7,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from agents.games import BOARD_GAMES, SEAT_NAMES, new_game
+from agents.games import BOARD_GAMES, SEAT_NAMES, board_game, new_game
 from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet, PPONetConfig
 
@@ -42,7 +42,7 @@ class OpponentPool:
 
 def check_game(name: str) -> str:
     """``name`` if it is a board game PPO trains on; ``ValueError`` listing the known ones otherwise."""
-    if name not in BOARD_GAMES:
+    if board_game(name) is None:
         raise ValueError(f"unknown board game {name!r}; known: {', '.join(BOARD_GAMES)}")
     return name
 
