@@ -38,9 +38,15 @@ class NetworkAgent(Agent):
                              f"does not fit {game} with observations {self.shape} and {actions} actions")
 
     def as_game(self, position) -> Game:
-        """A chess position as a game the network sees as it was trained to; a game as it is."""
+        """A chess position as a game the network sees as it was trained to; a game as it is, or seen with the
+        network's options (Gomoku's ``history``) where it was set up with others."""
         if isinstance(position, Game):
-            return position
+            if position.observation_shape == self.shape:
+                return position
+            game = position.copy()
+            for name in type(position).options:
+                setattr(game, name, getattr(self.probe, name))
+            return game
         if self.encoding is None:
             raise TypeError(f"an agent for {self.game} plays Games, got {type(position).__name__}")
         return ChessGame(position, self.encoding)

@@ -200,3 +200,45 @@ def test_the_search_finds_a_win_in_one_and_the_block():
     # with the rules alone, the search finds a block once it tries the opponent's replies: a small board
     block = placed(Gomoku.sized(4, 4), [0, 1, 2], [5, 10])  # second to move: 3 completes the first's row
     assert search([block], UniformEvaluator(), SearchConfig(simulations=2000)).actions[0] == 3
+
+
+# -- the experiment ----------------------------------------------------------------------
+
+
+def run_experiment(*args):
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, "experiments/alphazero_gomoku.py", "--preset", "quick", "--workers", "0",
+                           *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_tiny_experiment_runs_judge_by_solver_and_play_the_input_study(tmp_path):
+    import csv
+
+    import agents
+
+    pytest.importorskip("pyspiel", reason="OpenSpiel's MCTS bot is a judge: pip install open-spiel")
+    run_experiment("--out", str(tmp_path / "solved"), "--board", "gomoku4k4")
+    rows = list(csv.DictReader(open(tmp_path / "solved" / "metrics.csv")))
+    assert len(rows) == 2 and all(0 <= float(r["score_policy_value_preserving"]) <= 1 for r in rows)
+    scores = {(r["player"], r["to move"]): r for r in csv.DictReader(open(tmp_path / "solved" / "scores.csv"))}
+    assert int(scores[("MCTS 8", "all")]["positions"]) == 40
+    matches = list(csv.DictReader(open(tmp_path / "solved" / "matches.csv")))
+    assert {(m["opponent"], m["player moves"]) for m in matches} == {
+        (o, s) for o in ("alpha-beta depth 2", "OpenSpiel MCTS 20") for s in ("first", "second")}
+    agent = agents.load(str(tmp_path / "solved" / "agent"))
+    game = new_game("gomoku4k4", history=2)
+    assert agent.history == 2 and agent.act(game.observation(), game.legal_mask(), game) in game.legal_actions()
+
+    run_experiment("--out", str(tmp_path / "study"), "--study")
+    matches = list(csv.DictReader(open(tmp_path / "study" / "matches.csv")))
+    assert {(m["player"], m["opponent"]) for m in matches} == {
+        ("history 1", "history 2"), ("history 1", "history 3"), ("history 2", "history 3")}
+    assert all(int(m["games"]) == 2 for m in matches)
+    for history in (1, 2, 3):
+        assert agents.load(str(tmp_path / "study" / f"history{history}" / "agent")).history == history

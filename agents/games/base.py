@@ -21,7 +21,7 @@ class Game:
     name: str
     num_actions: int
     observation_shape: tuple[int, int, int]
-    options: tuple[str, ...] = ()  # the options of new_game that the constructor takes (how the game is observed)
+    options: tuple[str, ...] = ()  # new_game's options the constructor takes and keeps as attributes (how it is seen)
 
     def copy(self) -> Game:
         raise NotImplementedError

@@ -324,3 +324,25 @@ def alpha_beta_values(game: GridGame, depth: int) -> dict[int, int]:
         out[a] = -_negamax(tables, theirs, mine | bit, empty ^ bit, near | around[a], depth - 1, -2 * WIN, 1 - best)
         best = max(best, out[a])
     return out
+
+
+def judged_sample(cls: type[Gomoku], count: int, seed: int = 0, epsilon: float = 0.5,
+                  progress=None) -> tuple[list[Gomoku], list[dict[int, int]]]:
+    """``count`` distinct positions going on, from games of alpha-beta depth 1 against itself with each move
+    random with probability ``epsilon`` (so that the games spread), and each position's exact move values
+    (:class:`GomokuSolver`; ``progress(done)`` after each). For boards the solver settles."""
+    rng, player = np.random.default_rng(seed), GomokuAlphaBeta(1, seed)
+    seen: dict[tuple, Gomoku] = {}
+    while len(seen) < 4 * count:
+        game = cls()
+        while not game.is_over():
+            seen.setdefault(tuple(game.board), game.copy())
+            game.step(int(rng.choice(game.legal_actions())) if rng.random() < epsilon else player.choose(game))
+    keys = sorted(seen)
+    positions = [seen[keys[i]] for i in sorted(rng.choice(len(keys), size=count, replace=False))]
+    solver, values = GomokuSolver(cls), []
+    for game in positions:
+        values.append(solver.move_values(game))
+        if progress is not None:
+            progress(len(values))
+    return positions, values
