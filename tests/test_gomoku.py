@@ -242,3 +242,16 @@ def test_tiny_experiment_runs_judge_by_solver_and_play_the_input_study(tmp_path)
     assert all(int(m["games"]) == 2 for m in matches)
     for history in (1, 2, 3):
         assert agents.load(str(tmp_path / "study" / f"history{history}" / "agent")).history == history
+
+
+def test_a_game_of_any_size_pickles_into_a_fresh_process():
+    # worker processes receive games and judges by pickle: a sized class must be found by its name there
+    import pickle
+    import subprocess
+    import sys
+
+    game = new_game("gomoku7k4", history=3)
+    game.step(3)
+    code = "import pickle, sys; g = pickle.loads(sys.stdin.buffer.read()); print(g.key(), g.history, type(g).length)"
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(game), capture_output=True)
+    assert done.stdout.decode().split() == [str(game.key()), "3", "4"], done.stderr.decode()[-500:]

@@ -18,6 +18,14 @@ SIZES = range(3, 20)
 _SIZED: dict[tuple[int, int], type] = {}
 
 
+def __getattr__(name: str):
+    """``Gomoku<size>k<length>``: the sized class, made on first use (so that pickle finds it in any process)."""
+    found = re.fullmatch(r"Gomoku(\d{1,2})k(\d{1,2})", name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return Gomoku.sized(int(found[1]), int(found[2]))
+
+
 class Gomoku(GridGame):
     """Stones on a square board, ``length`` or more in a row win (an overline too), a full board is a draw; action
     = cell ``size * row + column``, as OpenSpiel's. Observed with ``history`` (1 to 3) as in the seed report's
