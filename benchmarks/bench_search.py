@@ -4,7 +4,7 @@
 
 The same batched PUCT (64 trees of 200 simulations, 4 leaves per tree waiting) with uniform
 priors and value 0, so only the tree and the games are timed, not a network: Gardner chess,
-whose moves the tree plays in C, and the Python games Connect Four and Tic-Tac-Toe, whose nodes
+whose moves the tree plays in C, and the Python games (Connect Four, Tic-Tac-Toe, Gomoku, Checkers), whose nodes
 the tree makes through the game's own ``copy`` and ``step``. Medians of ``--repeats`` runs; the
 load average is printed with them.
 """
@@ -40,7 +40,7 @@ def main() -> None:
     config = SearchConfig(simulations=args.simulations, leaves_per_tree=4)
     print(f"{args.trees} trees x {args.simulations} simulations, 4 leaves per tree, uniform evaluator; "
           f"median of {args.repeats}")
-    for game in ("gardner", "connect_four", "tictactoe"):
+    for game in ("gardner", "connect_four", "tictactoe", "gomoku", "checkers"):
         rate = simulations_per_second(game, args.trees, config, args.repeats)
         print(f"{game:<14} {rate:>10,.0f} simulations/s", flush=True)
     print("load average (1 / 5 / 15 min): " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
