@@ -31,7 +31,7 @@ from agents.alphazero.train import Config, train, with_changes, write_agent
 from agents.arena import play_match
 from agents.arena.evaluation import score_moves
 from agents.games import new_game
-from agents.games.gomoku import GomokuAlphaBeta, judged_sample
+from agents.games.gomoku import GomokuAlphaBeta, GomokuSolver, judged_sample
 from agents.players.openspiel_mcts import OpenSpielMCTS
 from agents.players.random_agent import RandomAgent
 from agents.reports import match_table, move_score_rows, move_score_table, selfplay_text, settings_text
@@ -164,6 +164,10 @@ def write_report(args, configs, states, scores, matches, final_seconds, wall_sec
         text += ("Head to head at equal compute (same settings, seed and iterations), "
                  f"MCTS {args.eval_simulations} each, every pairing with both colours. The seed report saw the "
                  "last-move planes help.\n\n")
+    elif scores:
+        value = GomokuSolver(type(new_game(args.board))).value(0, 0)
+        text += (f"With perfect play this board is {['lost', 'a draw', 'won'][value + 1]} for the first player (the "
+                 "solver's value of the empty board).\n\n")
     else:
         first = next((m.tally() for m in matches if m.b.startswith("alpha") and m.seats == "first"), None)
         if first is not None:
