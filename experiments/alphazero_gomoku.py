@@ -68,7 +68,8 @@ PRESETS = {
                   bot_simulations=20, sample=40, board="gomoku7k4"),
     "small": dict(board="gomoku4k4", out="runs/alphazero_gomoku4k4", iterations=15, minutes=None, games=128,
                   simulations=32, match_games=20),
-    "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, bot_games=0),
+    "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, match_games=20,
+                  bot_games=0),
 }
 DEPTH = 2  # the alpha-beta judge's depth
 SOLVED = 4  # boards up to this size are judged by the exact solver
