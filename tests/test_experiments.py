@@ -153,3 +153,48 @@ def test_a_tiny_tictactoe_run_scores_every_position(tmp_path):
     matches = list(csv.DictReader(open(out / "matches.csv")))
     assert len(matches) == 8 and all(int(m["games"]) == 2 for m in matches)
     assert agents.load(str(out / "agent")).simulations == 8
+
+
+def test_a_tiny_checkers_run_plays_every_judge_with_both_colours(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    pytest.importorskip("open_spiel", reason="a judge is OpenSpiel's MCTS bot (pip install open-spiel)")
+    import csv
+
+    import agents
+
+    out = tmp_path / "checkers"
+    done = run(["experiments/alphazero_checkers.py", "--preset", "quick", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2] and all(0 <= float(r["score_policy_vs_ab2"]) <= 1
+                                                                 for r in rows)
+    matches = list(csv.DictReader(open(out / "matches.csv")))
+    fast = {"random", "alpha-beta depth 4", "openspiel mcts 4"}
+    assert {(m["player"], m["opponent"], m["player moves"]) for m in matches} == {
+        (p, o, s) for p in ("MCTS 4, LCB", "raw policy") for o in fast for s in ("first", "second")} | {
+        ("MCTS 4, LCB", "openspiel mcts 8", s) for s in ("first", "second")}
+    assert all(0 <= float(m["score_low"]) <= float(m["score"]) <= float(m["score_high"]) <= 1 for m in matches)
+    assert {m["opponent"]: int(m["games"]) for m in matches} == {"random": 2, "alpha-beta depth 4": 1,
+                                                                 "openspiel mcts 4": 1, "openspiel mcts 8": 1}
+    agent = agents.load(str(out / "agent"))
+    assert agent.search.move_choice == "lcb" and agent.simulations == 4  # the agent plays as it was judged
+
+
+def test_a_tiny_ppo_checkers_run_is_judged_by_alpha_beta(tmp_path):
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    import csv
+
+    import agents
+
+    out = tmp_path / "ppo_checkers"
+    done = run(["experiments/ppo_boardgames.py", "--game", "checkers", "--preset", "quick", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    metrics = list(csv.DictReader(open(out / "metrics.csv")))
+    assert len(metrics) == 1 and int(metrics[0]["env_steps"]) >= 512 and 0 <= float(metrics[0]["win_rate_first"]) <= 1
+    matches = list(csv.DictReader(open(out / "matches.csv")))
+    assert {(m["player"], m["opponent"], m["player moves"]) for m in matches} == {
+        (p, o, s) for p in ("PPO", "baseline: random") for o in ("random", "alpha-beta depth 2")
+        for s in ("first", "second")}
+    assert all(int(m["games"]) == (10 if m["opponent"] == "random" else 2) for m in matches)
+    assert not (out / "scores.csv").exists()  # no solver for checkers: matches only
+    assert agents.load(str(out / "agent")).game == "checkers"
