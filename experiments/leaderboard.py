@@ -2,13 +2,17 @@
 
     python experiments/leaderboard.py                         # gardner, gardner-kingcapture, 3x3: under a minute on 2 cores
     python experiments/leaderboard.py --variant losalamos --games 20
+    python experiments/leaderboard.py --variant checkers --games 20   # a board game
     python experiments/leaderboard.py --preset all-variants   # every variant, 20 games a pairing, engines at 10 nodes
     python -m experiments.leaderboard --preset quick          # a smoke test, as a module from the repository root
 
 Agents (``agents.arena.leaderboard``): random, greedy, minimax at depths 1-3, Fairy-Stockfish (Stockfish
 for 8x8) at 1/10/100 nodes where the variant has a UCI_Variant and the binary is installed, PerfectAgent
-for 3x3, and every saved agent found under ``--runs`` (a directory with ``agent.json`` whose agent names
-its variant). Each pairing plays ``--games`` games, colors alternating. Elo is fitted over all games of a
+for 3x3, every saved agent found under ``--runs`` (a directory with ``agent.json`` whose agent names
+its variant) and the zoo's agents (``agents.zoo``; ``--no-zoo`` leaves them out). A board game's agents:
+random, its alpha-beta at depths 1-3 and exact solver where it has them, OpenSpiel's MCTS bot at 10 and 100
+simulations (``pip install open-spiel``), its saved agents and zoo agents. Each pairing plays ``--games``
+games, colors alternating. Elo is fitted over all games of a
 variant with random fixed at 0. The reference row is random against random over 1,000 games.
 
 With ``--ladder`` every saved agent also plays its variant's published strength ladder (Fairy-Stockfish at
@@ -32,8 +36,8 @@ import tyro
 
 from agents.arena import all_games, write_pgn
 from agents.arena.leaderboard import (
-    DEFAULT_VARIANTS, ladder_section, leaderboard_plot, play_board, saved_players, variant_players)
-from agents.spec import LOCAL_LIMITS, check_limits
+    DEFAULT_VARIANTS, ladder_section, leaderboard_plot, play_board, saved_players, variant_players, zoo_players)
+from agents.spec import LOCAL_LIMITS, check_limits, is_board_game
 from minichess_envs import VARIANTS, get_variant
 
 Fixed = tyro.conf.Suppress  # set by a preset, not a flag
@@ -43,12 +47,14 @@ Fixed = tyro.conf.Suppress  # set by a preset, not a flag
 class Options:
     """Leaderboard: every available agent against random and each other, per variant."""
 
-    variant: tuple[str, ...] = ()  # variants, or all (none: gardner, gardner-kingcapture, 3x3, and those saved agents play)
+    variant: tuple[str, ...] = ()  # variants or board games, or all variants (none: gardner, gardner-kingcapture, 3x3
+    # and the games of the saved agents under --runs)
     games: int = 100  # games per pairing
     runs: str = "runs"  # where to look for saved agents
     out: str = ""  # output folder (empty: runs/leaderboard/<time>)
     workers: int = 0  # game processes (0: one per core)
     engines: bool = True  # Fairy-Stockfish / Stockfish among the players
+    zoo: bool = True  # the zoo's trained agents among the players (agents.zoo)
     ladder: bool = False  # also play every saved agent through its variant's published strength ladder
     reference_games: Annotated[int, Fixed] = 1000  # random-vs-random games
     depths: Annotated[tuple[int, ...], Fixed] = (1, 2, 3)  # minimax depths
@@ -79,12 +85,13 @@ def main(argv=None) -> None:
     board_args = settings(args)
     start, measured = time.perf_counter(), machine()
     saved = saved_players(args.runs)
-    if not args.variant:
+    if not args.variant:  # the zoo's agents join the boards played; a saved agent of another game adds its board
         variants = list(DEFAULT_VARIANTS) + sorted({v for v, _, _ in saved} - set(DEFAULT_VARIANTS))
     elif tuple(args.variant) == ("all",):
         variants = list(VARIANTS)
     else:
-        variants = [get_variant(v).name for v in args.variant]
+        variants = [v if is_board_game(v) else get_variant(v).name for v in args.variant]
+    saved += zoo_players() if args.zoo else []
     out = args.out or os.path.join(args.runs, "leaderboard", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     print(f"checkpoints found: {len(saved)}; variants: {', '.join(variants)}; workers: {board_args['workers']}")
@@ -104,7 +111,8 @@ def main(argv=None) -> None:
               f"(logistic model, draws half a point) over all games of the variant, random = 0, with "
               f"{args.prior_draws:g} virtual draw(s) per pairing so that all-win scores stay finite; 95% "
               "profile-likelihood intervals. Scores: Wilson 95% intervals. Games reaching the ply limit are "
-              "scored as draws (\"ply limit\"). The reference row is random against random, from White's side. "
+              "scored as draws (\"ply limit\"). The reference row is random against random, from the side moving "
+              "first (White in chess). "
               f"{machine_text(measured)}\n")
     text = header + "\n" + "\n".join(sections)
     with open(os.path.join(out, "leaderboard.md"), "w") as f:

@@ -1,9 +1,11 @@
-"""The built-in PPO on Tic-Tac-Toe, Connect Four (PettingZoo) and checkers, against the random player or in self-play.
+"""The built-in PPO on Tic-Tac-Toe, Connect Four (PettingZoo), Gomoku (9x9) and checkers, against the random player
+or in self-play.
 
     python experiments/ppo_boardgames.py                              # Tic-Tac-Toe against random: ~2 min, 2 cores
     python experiments/ppo_boardgames.py --opponent self              # in self-play
     python experiments/ppo_boardgames.py --game connect_four --minutes 10
     python experiments/ppo_boardgames.py --game checkers             # ~17 min, 2 cores
+    python experiments/ppo_boardgames.py --game gomoku               # 9x9, five in a row: ~17 min, 2 cores
     python experiments/ppo_boardgames.py --resume                     # continue an interrupted run
 
 One network plays both seats (drawn per game); ``--opponent self`` trains against a pool of its past
@@ -16,9 +18,9 @@ Judged at the end: Tic-Tac-Toe by our exhaustive minimax on every one of the 4,5
 game goes on (value-preserving: the move keeps a win a win and a draw a draw), Connect Four by the
 perfect solver bitbully on the AlphaZero experiment's seeded sample of ``--games`` positions (extra
 ``[games]``; without it the sample is skipped with a note); every game by ``--games`` games per seat
-against the random player, and Connect Four and checkers by a fifth as many per seat against alpha-beta
-depth 2 (``agents.games.connect_four``, ``agents.games.checkers``), each beside the random player's own
-result in the same games. Writes
+against the random player, and Connect Four, Gomoku and checkers by a fifth as many per seat against
+alpha-beta depth 2 (``agents.games.connect_four``, ``agents.games.gomoku``, ``agents.games.checkers``), each
+beside the random player's own result in the same games. Writes
 ``runs/ppo_<game>_<opponent>/``: report.md, metrics.csv, scores.csv, matches.csv, win_rates.png,
 checkpoint/, tensorboard/ and agent/ (``agents.load(".../agent")``).
 """
@@ -41,9 +43,9 @@ from agents.reports import curves_plot, markdown_table
 
 @dataclasses.dataclass
 class Options:
-    """The built-in PPO on Tic-Tac-Toe, Connect Four and checkers, against the random player or in self-play."""
+    """The built-in PPO on Tic-Tac-Toe, Connect Four, Gomoku and checkers, against random or in self-play."""
 
-    game: Literal["tictactoe", "connect_four", "checkers"] = "tictactoe"
+    game: Literal["tictactoe", "connect_four", "gomoku", "checkers"] = "tictactoe"
     opponent: Literal["random", "self"] = "random"  # self: a pool of its past selves, 20% of games against random
     out: str | None = None  # the run directory (default: runs/ppo_<game>_<opponent>)
     steps: int | None = None  # env steps (learner moves); default: the game's, in GAME_DEFAULTS
@@ -61,6 +63,8 @@ GAME_DEFAULTS = {
                       epochs=4, channels=32, conv_layers=2, value_hidden=64),
     "connect_four": dict(steps=2_000_000, minutes=15.0, lr=5e-4, train_batch=4096, num_envs=64, minibatch=512,
                          epochs=4, channels=48, conv_layers=3, value_hidden=128),
+    "gomoku": dict(steps=2_000_000, minutes=15.0, lr=5e-4, train_batch=4096, num_envs=64, minibatch=512,
+                   epochs=4, channels=48, conv_layers=3, value_hidden=128),
     "checkers": dict(steps=2_000_000, minutes=15.0, lr=5e-4, train_batch=4096, num_envs=64, minibatch=512,
                      epochs=4, channels=48, conv_layers=3, value_hidden=128),
 }
@@ -91,6 +95,7 @@ def main(argv=None) -> int:
     from agents.arena.evaluation import score_moves
     from agents.games.checkers import CheckersAlphaBeta
     from agents.games.connect_four import ConnectFourAlphaBeta, judged_sample
+    from agents.games.gomoku import GomokuAlphaBeta
     from agents.games.tictactoe import solve_tictactoe
     from agents.players.random_agent import RandomAgent
     from minichess_envs.players import choose_actions
@@ -122,7 +127,8 @@ def main(argv=None) -> int:
     scores = {label: score_moves(positions, choose_actions(choose, positions, batch=1024), move_values)
               for label, choose in players.items()} if positions else {}
     opponents = {"random": (lambda: RandomAgent(SEED + 1), sizes["final_games"])}
-    alpha_beta = {"connect_four": ConnectFourAlphaBeta, "checkers": CheckersAlphaBeta}.get(args.game)
+    alpha_beta = {"connect_four": ConnectFourAlphaBeta, "gomoku": GomokuAlphaBeta,
+                  "checkers": CheckersAlphaBeta}.get(args.game)
     if alpha_beta is not None:
         opponents["alpha-beta depth 2"] = (lambda: alpha_beta(2, SEED + 1), sizes["match_games"])
     matches = [play_match(choose, make_opponent(), args.game, games, seats=seats, names=(label, name))

@@ -11,6 +11,7 @@ Usage::
     minichess demo [--variant NAME] [--seed N]
     minichess play VARIANT [--opponent AGENT] [--color white|black|random] [--fen FEN] [--pgn PATH]
     minichess serve [--host 127.0.0.1] [--port 8000] [--runs DIR] [--agent PATH ...]
+    minichess zoo list | describe NAME
 """
 
 from __future__ import annotations
@@ -166,7 +167,22 @@ def cmd_serve(args) -> int:
         return serve(args)
 
 
-AGENT_FORMS = "random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfish[:NODES], perfect (3x3)"
+def cmd_zoo(args) -> int:
+    from agents import zoo  # reads the cards only: no network is built
+
+    if args.action == "describe":
+        print(zoo.describe(args.name))
+        return 0
+    for name in zoo.names():
+        c = zoo.card(name)
+        best = zoo.strength_text(c.strength[0]) if c.strength else "not rated"
+        print(f"{name:24} {c.game:14} {c.algorithm:10} {best}")
+    return 0
+
+
+AGENT_FORMS = ("random, greedy, minimax[:DEPTH], fairy-stockfish[:NODES], stockfish[:NODES], perfect (3x3); board "
+               "games: random, alpha-beta[:DEPTH], openspiel-mcts[:SIMULATIONS], perfect (where solved); "
+               "zoo:NAME[:casual] (minichess zoo list)")
 
 
 def _depth(text: str) -> int:
@@ -219,11 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--variant", default="3x3")
     p.set_defaults(run=cmd_tablebase)
     p = sub.add_parser("play", help="play against an agent in the terminal (moves in SAN or UCI, also piped)")
-    p.add_argument("variant")
+    p.add_argument("variant", help="a chess variant, or a board game: tictactoe, connect_four, gomoku (9x9), "
+                   "gomoku15, gomoku4k4, gomoku<size>[k<length>], checkers")
     p.add_argument("--opponent", default="random",
                    help=f"the agent: {AGENT_FORMS}, or a saved agent's directory (default: random)")
-    p.add_argument("--color", "--colour", choices=("white", "black", "random"), default="white",
-                   help="your colour (default: white)")
+    p.add_argument("--color", "--colour", choices=("white", "black", "first", "second", "random"),
+                   help="your colour in chess (default: white), your seat in a board game (default: first)")
     p.add_argument("--fen", help="start position (default: the variant's start)")
     p.add_argument("--pgn", help="where to save the game (default: minichess-VARIANT-DATE-TIME.pgn in the "
                    "current directory; '-' prints it)")
@@ -242,7 +259,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="a saved agent's directory to offer (repeatable)")
     p.add_argument("--ply-limit", type=_plies, help="adjudicate a draw after this many plies (default: the variant's)")
     p.set_defaults(run=cmd_serve)
+    p = sub.add_parser("zoo", help="the trained agents shipped in the package: list them, or describe one's card")
+    p.add_argument("action", choices=("list", "describe"))
+    p.add_argument("name", nargs="?", help="the entry to describe")
+    p.set_defaults(run=cmd_zoo)
     args = parser.parse_args(argv)
+    if args.command == "zoo" and (args.action == "describe") != (args.name is not None):
+        parser.error("zoo: 'describe' takes an entry's name, 'list' none")
     try:
         status = args.run(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below and not at exit

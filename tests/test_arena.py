@@ -31,7 +31,9 @@ from agents.arena import (
     write_pgn,
 )
 from agents.arena.ratings import elo_mle, wilson_interval
+from agents.games import new_game
 from minichess_envs import IllegalMoveError
+from minichess_envs.players import legal_action
 
 
 # -- Wilson ------------------------------------------------------------------------------
@@ -248,6 +250,27 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     assert (out / "games.pgn").read_text().count("[Event ") == 10 * 4  # 5 agents: 10 pairings
 
 
+def test_a_board_game_leaderboard_has_its_judges_and_saved_agents(tmp_path, capsys):
+    pytest.importorskip("torch", reason="the saved agent is a network (the agents extra)")
+    from agents.alphazero.agent import AlphaZeroAgent
+    from agents.alphazero.train import Config, make_net, with_changes
+    from experiments import leaderboard
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    config = with_changes(Config(), game="connect_four", blocks=1, channels=8, policy_channels=2)
+    AlphaZeroAgent(make_net(config), "connect_four", simulations=2).save(str(runs / "c4"))
+    leaderboard.main(["--preset", "quick", "--variant", "connect_four", "--games", "2", "--runs", str(runs),
+                      "--out", str(out), "--workers", "2"])
+    text = (out / "leaderboard.md").read_text()
+    assert "| vs random as first | vs random as second |" in text
+    assert "| ref | random vs random | 0 | | first wins" in text
+    rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
+    agents_ = {r["agent"] for r in rows if r["kind"] == "agent"}
+    assert {"random", "alpha-beta depth 1", "c4"} <= agents_ <= {"random", "alpha-beta depth 1", "c4",
+                                                                 "perfect solver (bitbully)"}
+    assert all(int(r["games"]) == 2 * (len(agents_) - 1) for r in rows if r["kind"] == "agent")
+
+
 def test_leaderboard_plot_keeps_its_titles_and_labels_inside_the_figure(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -337,7 +360,7 @@ def test_board_game_matches_score_by_the_rules():
     assert (t.wins, t.draws, t.losses, match.distinct) == (3, 0, 0, 1)
     g = match.games[0]
     assert (g.game, g.white, g.result, g.termination, g.plies, g.moves) == (
-        "connect_four", "first_column", "1-0", "win", 19, ("0",) * 6 + ("1",) * 6 + ("2",) * 6 + ("3",))
+        "connect_four", "first_column", "1-0", "win", 19, ("a",) * 6 + ("b",) * 6 + ("c",) * 6 + ("d",))
     assert (g.start_fen, g.pgn) == (None, None) and match.row()["player moves"] == "first"
     match = play_match(first_column, other, "connect_four", 3, seats="second")
     t = match.tally()
@@ -353,9 +376,12 @@ def test_board_game_records_replay_in_pettingzoo_to_the_same_result():
         assert [g.white for g in match.games] == ["one", "two"] * 15  # seats alternate by default
         for g in match.games:
             env = pettingzoo_env(game)  # PettingZoo's own rules, independent of ours
+            ours = new_game(game)  # reads the recorded move names back into actions
             for move in g.moves:
                 assert not any(env.terminations.values())
-                env.step(int(move))
+                action = legal_action(ours, move)
+                ours.step(action)
+                env.step(action)
             assert all(env.terminations.values())
             first_reward = env.rewards[env.possible_agents[0]]
             assert {1: "1-0", 0: "1/2-1/2", -1: "0-1"}[first_reward] == g.result

@@ -134,8 +134,7 @@ def start_game(driver, server: Server, variant: str, white: str = "human", black
     driver.find_element(By.ID, "new-game").click()
     WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "status").get_attribute("data-ply") == "0"
                                     or status(d)[0] != "idle")
-    href = driver.find_element(By.ID, "download").get_attribute("href")
-    return href.split("/api/games/")[1].split("/")[0]
+    return driver.find_element(By.ID, "status").get_attribute("data-game")
 
 
 def square(driver, name: str):
@@ -261,3 +260,54 @@ def test_watch_replay_and_analysis(browser, serve, tmp_path):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#moves span[data-ply]")) == final["ply"]
     assert not browser.find_element(By.ID, "watch").is_displayed()  # a replay has no agents to step
     check_screenshot(browser, tmp_path / "watch-3x3.png")
+
+
+def cell(driver, row: int, col: int):
+    return driver.find_element(By.CSS_SELECTOR, f'rect.cell[data-cell="{row},{col}"]')
+
+
+@pytest.mark.parametrize("name, second, most", [("tictactoe", "perfect", None), ("connect_four", "random", None),
+                                                ("checkers", "random", 12)])
+def test_board_games_by_clicking(browser, serve, tmp_path, name, second, most):
+    """Tic-Tac-Toe to its end against the perfect player by clicking cells; Connect Four by clicking the top cell
+    of a column; checkers by clicking a piece and then where it goes (``most`` moves of it)."""
+    server = serve()
+    rng = random.Random(7)
+    gid = start_game(browser, server, name, white="human", black=second)
+    assert browser.find_element(By.ID, "white-label").text.startswith("First")
+    state, played = wait_for_turn(browser, -1), []
+    while state != "over" and (most is None or len(played) < most):
+        game = server.play.games[gid].state()
+        move = rng.choice(game["legal"])
+        if move["from"] is not None:  # checkers: the piece (picked up already if it alone can move), then its square
+            if len({tuple(m["from"]) for m in game["legal"]}) > 1:
+                cell(browser, *move["from"]).click()
+            shown = {el.get_attribute("data-cell") for el in browser.find_elements(By.CSS_SELECTOR, ".dest")}
+            assert shown == {"{},{}".format(*m["to"]) for m in game["legal"] if m["from"] == move["from"]}
+            cell(browser, *move["to"]).click()
+        elif game["game"]["drop"]:
+            cell(browser, 0, move["to"][1]).click()  # any cell of the column
+        else:
+            cell(browser, *move["to"]).click()
+        played.append(move["name"])
+        state = wait_for_turn(browser, game["ply"])
+    final = server.play.games[gid].state()
+    assert [e["name"] for e in final["history"] if e["player"] == 0] == played  # the person's moves: those clicked
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#moves span[data-ply]")) == final["ply"]
+    pieces = browser.find_elements(By.CSS_SELECTOR, "#board g.piece")
+    assert len(pieces) == sum(bool(c) for row in final["cells"] for c in row)
+    if most is None:
+        assert final["over"] and final["result"] in browser.find_element(By.ID, "status").text
+    if name == "tictactoe":
+        assert final["winner"] in (1, None)  # the perfect player does not lose
+    if name == "checkers":
+        assert browser.find_element(By.ID, "bottom-player").text.startswith("Black (first)")  # turned for the person
+    assert "disabled" in browser.find_element(By.ID, "download").get_attribute("class")  # no PGN of a board game
+    browser.find_element(By.ID, "first").click()
+    assert "Viewing move 0" in browser.find_element(By.ID, "status").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#board g.piece")) == sum(
+        bool(c) for row in final["start_cells"] for c in row)
+    path = tmp_path / f"play-{name}.png"
+    browser.save_screenshot(str(path))
+    if os.environ.get("MINICHESS_SCREENSHOTS"):
+        shutil.copy(path, os.path.join(os.environ["MINICHESS_SCREENSHOTS"], path.name))

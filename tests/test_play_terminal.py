@@ -283,3 +283,93 @@ def test_ply_limit_and_clock_checked_in_the_library_too():
     for text in ("nan", "inf", "-inf", "1+inf"):
         with pytest.raises(ValueError, match="finite"):
             parse_clock(text)
+
+
+# -- board games ----------------------------------------------------------------------------------------------
+
+
+def play_board_game(name: str, opponent: str, human: int, seed: int):
+    """A whole game of ``name`` through :class:`BoardGameTerminal`, the person playing random legal moves by name,
+    each checked against our own copy of the game; returns (our copy, transcript, result)."""
+    from agents.games import new_game
+    from agents.play.terminal import BoardGameTerminal
+    from agents.spec import from_spec
+
+    rng, ours = random.Random(seed), new_game(name)
+
+    class Person(io.StringIO):
+        """Reads the agent's moves off the transcript, then answers with a random legal move's name."""
+
+        seen = 0
+
+        def catch_up(self):
+            for line in out.getvalue()[self.seen:].splitlines():
+                if line.startswith("last move: ") and line.endswith(f"({agent.name})"):
+                    names = [ours.action_name(a) for a in ours.legal_actions()]
+                    ours.step(ours.legal_actions()[names.index(line.split()[2])])  # as printed, it must be legal
+            self.seen = len(out.getvalue())
+
+        def readline(self):
+            self.catch_up()
+            assert ours.to_play() == human and not ours.is_over(), out.getvalue()
+            action = rng.choice(ours.legal_actions())
+            name = ours.action_name(action)
+            ours.step(action)
+            return name + "\n"
+
+    out, person = io.StringIO(), Person()
+    agent = from_spec(opponent, name, seed=seed)
+    game = BoardGameTerminal(name, agent, human, seed=seed, stdin=person, stdout=out)
+    result = game.run()
+    person.catch_up()
+    return game, ours, out.getvalue(), result
+
+
+@pytest.mark.parametrize("name, opponent, human, seed", [
+    ("tictactoe", "perfect", 0, 0), ("tictactoe", "perfect", 1, 1), ("connect_four", "random", 1, 2),
+    ("gomoku7k4", "alpha-beta:1", 0, 3), ("checkers", "random", 0, 4)])
+def test_a_whole_board_game_by_move_names(name, opponent, human, seed):
+    game, ours, transcript, result = play_board_game(name, opponent, human, seed)
+    assert ours.is_over() and "Traceback" not in transcript
+    assert result == {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[ours.winner()]
+    if opponent == "perfect":  # Tic-Tac-Toe is a draw: the solver never loses
+        assert ours.winner() in (None, 1 - human), transcript
+    assert transcript.splitlines()[-1] == "moves: " + " ".join(game.moves) and len(game.moves) == ours.plies
+
+
+def test_board_game_commands_undo_a_whole_multi_jump():
+    from agents.games import Checkers
+    from agents.play.terminal import BoardGameTerminal
+
+    # the first player's man on 9 jumps 14 and then 23 (a double jump), the second player to move after it
+    script = io.StringIO("moves\n9x18\nboard\n18x27\nundo\nmoves\nnonsense\nresign\n")
+    out = io.StringIO()
+    game = BoardGameTerminal("checkers", RandomAgentStub(), 0, stdin=script, stdout=out)
+    game.game = Checkers.from_squares(first_men=[9, 1], second_men=[14, 23, 32], to_play=0)
+    assert game.run() == "0-1"
+    text = out.getvalue()
+    assert text.count("\nlegal moves: 9x18\n") == 2  # again after the undo
+    assert "'nonsense' is no legal move here; legal moves: 9x18" in text
+    assert game.moves == [] and game.game.to_play() == 0  # the whole jump taken back, the agent's reply too
+
+
+class RandomAgentStub:
+    """Plays the first legal action (the reply the undo must take back too)."""
+
+    name = "first legal"
+
+    def act(self, observation, action_mask, position=None):
+        return position.legal_actions()[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("checkers", "--opponent", "minimax:2"), "--opponent: 'minimax' plays chess variants, not checkers"),
+    (("checkers", "--color", "white"), "--color: a board game's seats are first and second"),
+    (("connect_four", "--fen", "x"), "--fen applies to chess variants, not connect_four"),
+    (("gardner", "--color", "second"), "--color: a chess variant's colours are white and black, not second"),
+    (("tictactoe", "--opponent", "alpha-beta:3"), "tictactoe has no 'alpha-beta' player"),
+])
+def test_board_game_flags_are_refused_naming_the_flag(args, message):
+    proc = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "play", *args], input="quit\n",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import concurrent.futures
+import importlib.util
 import io
+import json
 import random
 import threading
 import time
@@ -110,7 +112,8 @@ def test_bad_requests_get_4xx_and_leave_the_game_alone(tmp_path):
         (c.post("/api/games", json={"white": "minimax:9"}), 422, "more than this server allows"),
         (c.post("/api/games", json={"white": "perfect"}), 422, "3x3 only"),
         (c.post("/api/games", json={"white": "alphago"}), 422, "unknown agent 'alphago'"),
-        (c.post("/api/pgn", json={"pgn": "1. e4 e5 2. Ke3"}), 422, "cannot read this PGN: 0 games read; skipped 1 illegal move"),
+        (c.post("/api/pgn", json={"pgn": "1. e4 e5 2. Ke3"}), 422,
+         "cannot read this PGN: 0 games read; skipped 1 illegal move"),
     ]
     for response, status, message in bad:
         assert response.status_code == status and message in response.json()["error"], response.text
@@ -501,3 +504,225 @@ def test_pgn_upload_fuzz_gets_only_documented_answers(text):
         replay(r.json())
     else:
         assert r.json()["error"].startswith("cannot read this PGN")
+
+
+# -- board games (agents.games): Tic-Tac-Toe, Connect Four, Gomoku, checkers -------------------------------------
+
+def board_game(c: TestClient, name: str, first="human", second="random") -> dict:
+    r = c.post("/api/games", json={"variant": name, "first": first, "second": second})
+    assert r.status_code == 201, r.text
+    state = r.json()
+    assert state["kind"] == "board" and state["game"]["name"] == name
+    return state
+
+
+def check_board_state(state: dict) -> None:
+    """The state agrees with the game replayed from its actions: cells, legal moves, turn and result."""
+    from agents.games import new_game as new_board_game
+
+    game = new_board_game(state["game"]["name"])
+    assert state["start_cells"] == game.cells()
+    for entry in state["history"]:
+        assert entry["player"] == game.to_play() and entry["name"] == game.action_name(entry["action"])
+        game.step(entry["action"])  # legal, or ValueError
+        assert entry["cells"] == game.cells()
+    assert state["cells"] == game.cells() and state["ply"] == len(state["history"])
+    if state["termination"] != "resignation":
+        assert state["over"] == game.is_over()
+        assert state["winner"] == (game.winner() if game.is_over() else None)
+    if not state["over"]:
+        assert state["to_play"] == game.to_play() and state["turn"] == ("first", "second")[game.to_play()]
+        assert [m["action"] for m in state["legal"]] == game.legal_actions()
+        for m in state["legal"]:
+            start, end = game.action_cells(m["action"])
+            assert m["name"] == game.action_name(m["action"]) and m["to"] == list(end)
+            assert m["from"] == (None if start is None else list(start))
+
+
+def test_options_list_the_board_games_and_who_plays_them(tmp_path):
+    from agents.games import BOARD_GAMES
+
+    runs = tmp_path / "runs"
+    RandomAgent(0).save(str(runs / "c4"))  # a saved agent that says it plays Connect Four
+    manifest = runs / "c4" / "agent.json"
+    data = json.loads(manifest.read_text())
+    data["settings"]["game"] = "connect_four"
+    manifest.write_text(json.dumps(data))
+    options = client(str(runs)).get("/api/options").json()
+    games = {g["name"]: g for g in options["games"]}
+    assert list(games) == list(BOARD_GAMES)
+    assert (games["tictactoe"]["rows"], games["tictactoe"]["columns"]) == (3, 3)
+    c4 = games["connect_four"]
+    assert (c4["rows"], c4["columns"], c4["drop"], c4["sides"]) == (6, 7, True, ["X", "O"])
+    assert (games["gomoku"]["rows"], games["gomoku"]["columns"]) == (9, 9)
+    assert games["checkers"]["checkered"] and not games["tictactoe"]["checkered"]
+    assert games["checkers"]["labels"][0][1] == "1" and games["checkers"]["cells"][0][1] == "b"
+    agents = {a["name"]: a for a in options["agents"]}
+    assert agents["random"]["games"] == list(BOARD_GAMES) and agents["random"]["variants"] is None
+    assert agents["minimax:2"]["games"] == [] and agents["greedy"]["games"] == []
+    assert {"connect_four", "checkers", "gomoku"} <= set(agents["alpha-beta:4"]["games"])
+    assert "tictactoe" not in agents["alpha-beta:1"]["games"] and agents["alpha-beta:1"]["variants"] == []
+    assert "alpha-beta:5" not in agents  # over SERVER_LIMITS
+    assert agents["perfect"]["variants"] == ["3x3"] and {"tictactoe", "gomoku4k4"} <= set(agents["perfect"]["games"])
+    assert "checkers" not in agents["perfect"]["games"] and "gomoku" not in agents["perfect"]["games"]
+    if importlib.util.find_spec("pyspiel"):
+        assert set(agents["openspiel-mcts:100"]["games"]) == {"checkers", "gomoku", "gomoku15", "gomoku4k4"}
+    assert agents["c4"] == {"name": "c4", "variants": [], "games": ["connect_four"]}
+
+
+def test_tictactoe_against_perfect_is_never_lost_by_the_agent():
+    c = client()
+    for seed in range(4):
+        rng = random.Random(seed)
+        first, second = ("human", "perfect") if seed % 2 == 0 else ("perfect", "human")
+        state = board_game(c, "tictactoe", first, second)
+        agent = 1 if first == "human" else 0
+        while not state["over"]:
+            if state["to_move"] == "human":
+                move = rng.choice(state["legal"])
+                body = {"action": move["action"]} if seed < 2 else {"move": move["name"].upper()}
+                r = c.post(f"/api/games/{state['id']}/move", json=body)
+            else:
+                r = c.post(f"/api/games/{state['id']}/agent", json={})
+            assert r.status_code == 200, r.text
+            state = r.json()
+        check_board_state(state)
+        assert state["winner"] in (agent, None) and state["termination"] in ("win", "draw")
+        assert state["result"] == {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[state["winner"]] and state["legal"] == []
+        r = c.post(f"/api/games/{state['id']}/move", json={"move": "a1"})
+        assert r.status_code == 409 and "the game is over" in r.json()["error"]
+
+
+def test_connect_four_by_action_names_against_random():
+    c = client()
+    rng = random.Random(3)
+    state = board_game(c, "connect_four", "human", "random")
+    assert state["names"] == {"first": "human", "second": "random"} and state["game"]["drop"]
+    while not state["over"]:
+        if state["to_move"] == "human":
+            move = rng.choice(state["legal"])
+            assert move["name"] in "abcdefg" and move["from"] is None
+            r = c.post(f"/api/games/{state['id']}/move", json={"move": move["name"]})
+            assert r.json()["history"][-1]["to"] == move["to"]  # the landing cell of the column
+        else:
+            r = c.post(f"/api/games/{state['id']}/agent", json={})
+        assert r.status_code == 200, r.text
+        state = r.json()
+        check_board_state(state)
+    assert state["result"] in ("1-0", "0-1", "1/2-1/2")
+    # undo: the agent's last reply and the person's move, back to the person's turn
+    ply = state["ply"]
+    undone = c.post(f"/api/games/{state['id']}/undo", json={}).json()
+    assert not undone["over"] and undone["to_move"] == "human" and undone["ply"] in (ply - 1, ply - 2)
+    check_board_state(undone)
+
+
+def test_a_checkers_multi_jump_keeps_the_turn_and_is_undone_whole():
+    c = client()
+    for seed in range(50):  # random play until the person's jump goes on (seed 1 finds one at ply 11)
+        rng = random.Random(seed)
+        state = board_game(c, "checkers", "human", "random")
+        gid = state["id"]
+        while not state["over"]:
+            if state["to_move"] != "human":
+                state = c.post(f"/api/games/{gid}/agent", json={}).json()
+                continue
+            before = state
+            move = rng.choice(state["legal"])
+            state = c.post(f"/api/games/{gid}/move", json={"move": move["name"]}).json()
+            if "x" in move["name"] and state["to_play"] == 0 and not state["over"]:
+                break
+        if not state["over"]:
+            break
+    else:
+        pytest.fail("no multi-jump in 50 random games")
+    check_board_state(state)
+    landing = move["to"]
+    assert state["to_move"] == "human" and state["ply"] == before["ply"] + 1
+    assert state["legal"] and all(m["from"] == landing and "x" in m["name"] for m in state["legal"])
+    r = c.post(f"/api/games/{gid}/agent", json={})
+    assert r.status_code == 409 and "the person's move (first)" in r.json()["error"]
+    r = c.post(f"/api/games/{gid}/move", json={"move": before["legal"][0]["name"]})  # another piece: not now
+    assert r.status_code == 422 and "illegal move" in r.json()["error"]
+    while state["to_move"] == "human" and not state["over"]:  # the rest of the jump
+        state = c.post(f"/api/games/{gid}/move", json={"action": state["legal"][0]["action"]}).json()
+    jumps = [e for e in state["history"][before["ply"]:] if e["player"] == 0]
+    assert len(jumps) >= 2 and all("x" in e["name"] for e in jumps)
+    while not state["over"] and state["to_move"] != "human":  # the agent's reply (a jump of its own, maybe)
+        state = c.post(f"/api/games/{gid}/agent", json={}).json()
+    check_board_state(state)
+    undone = c.post(f"/api/games/{gid}/undo", json={}).json()
+    assert {k: undone[k] for k in ("cells", "history", "legal", "ply", "to_move")} == \
+        {k: before[k] for k in ("cells", "history", "legal", "ply", "to_move")}
+    # mid-jump, undo takes back the jumps made so far
+    state = c.post(f"/api/games/{gid}/move", json={"move": move["name"]}).json()
+    assert state["to_move"] == "human" and state["ply"] == before["ply"] + 1
+    assert c.post(f"/api/games/{gid}/undo", json={}).json()["cells"] == before["cells"]
+
+
+def test_board_game_bad_requests_get_4xx_naming_the_problem():
+    c = client()
+    state = board_game(c, "tictactoe", "human", "random")
+    gid = state["id"]
+    before = c.get(f"/api/games/{gid}").json()
+    bad = [
+        (c.post(f"/api/games/{gid}/move", json={"move": "d4"}), 422, "illegal move 'd4' in this Tic-Tac-Toe position"),
+        (c.post(f"/api/games/{gid}/move", json={"move": "e2e4"}), 422, "legal moves: a3, b3, c3"),
+        (c.post(f"/api/games/{gid}/move", json={"action": 9}), 422, "illegal action 9"),
+        (c.post(f"/api/games/{gid}/move", json={"action": -1}), 422, "illegal action -1"),
+        (c.post(f"/api/games/{gid}/move", json={"action": "4"}), 422, "'action' must be an integer"),
+        (c.post(f"/api/games/{gid}/move", json={"action": True}), 422, "'action' must be an integer"),
+        (c.post(f"/api/games/{gid}/move", json={"move": 4}), 422, "'move' must be a string"),
+        (c.post(f"/api/games/{gid}/move", json={"move": "a1", "action": 6}), 422, "not both"),
+        (c.post(f"/api/games/{gid}/move", json={}), 422, "missing field 'move'"),
+        (c.post(f"/api/games/{gid}/move", json={"move": "x" * 5000}), 422, "(5002 characters)"),
+        (c.post(f"/api/games/{gid}/agent", json={}), 409, "the person's move (first)"),
+        (c.post(f"/api/games/{gid}/undo", json={}), 409, "nothing to undo"),
+        (c.get(f"/api/games/{gid}/pgn"), 422, "PGN is for chess variants only: this game is tictactoe"),
+        (c.get(f"/api/games/{gid}/analysis"), 422, "analysis is for chess variants only"),
+        (c.post("/api/games", json={"variant": "gomoku25"}), 422, "Gomoku needs a size in 3..19"),
+        (c.post("/api/games", json={"variant": "nope"}), 422, "board games: tictactoe"),
+        (c.post("/api/games", json={"variant": "checkers", "fen": "8/8 w"}), 422, "'fen' is for chess variants"),
+        (c.post("/api/games", json={"variant": "checkers", "second": "perfect"}), 422, "checkers has no 'perfect'"),
+        (c.post("/api/games", json={"variant": "tictactoe", "second": "minimax:2"}), 422, "plays chess variants"),
+        (c.post("/api/games", json={"variant": "checkers", "second": "alpha-beta:9"}), 422,
+         "more than this server allows"),
+        (c.post("/api/games", json={"variant": "tictactoe", "first": "random", "white": "human"}), 422,
+         "'first' and 'white'"),
+        (c.post("/api/games", json={"variant": "gardner", "game": "tictactoe"}), 422, "'variant' and 'game'"),
+        (c.post("/api/games", json={"game": "tictactoe", "first": 3}), 422, "'first' must be a string"),
+    ]
+    for response, status, message in bad:
+        assert response.status_code == status and message in response.json()["error"], response.text
+        assert len(response.text) < 600
+    assert c.get(f"/api/games/{gid}").json() == before
+    # a chess game's requests are as before: white/black, no "game" needed
+    assert new_game(c, "3x3", black="perfect")["kind"] == "chess"
+    assert board_game(c, "gomoku4k4", "perfect", "human")["names"]["first"] == "perfect solver"
+    state = c.post("/api/games", json={"game": "connect_four", "white": "random", "black": "human"}).json()
+    assert state["players"] == {"first": "random", "second": "human"}
+
+
+def test_board_game_agents_move_within_the_time_limit_and_resign_works():
+    server = PlayServer(None, move_seconds=0.5, extra_agents={"endless": lambda game: EndlessAgent(0)})
+    with TestClient(server.app) as c:
+        state = board_game(c, "gomoku", "human", "endless")
+        gid = state["id"]
+        c.post(f"/api/games/{gid}/move", json={"move": "e5"})
+        r = c.post(f"/api/games/{gid}/agent", json={})
+        assert r.status_code == 503 and "took more than 0.5 s" in r.json()["error"], r.text
+        after = c.get(f"/api/games/{gid}").json()
+        assert after["ply"] == 1 and not after["busy"] and after["history"][0]["name"] == "e5"
+        resigned = c.post(f"/api/games/{gid}/resign", json={}).json()
+        assert resigned["over"] and resigned["result"] == "0-1" and resigned["winner"] == 1
+        assert resigned["termination"] == "resignation" and resigned["legal"] == []
+        assert c.post(f"/api/games/{gid}/undo", json={}).json()["ply"] == 0  # undo takes a resignation back too
+    # two agents watched: checkers at alpha-beta depth 1 against random, to its end
+    c = client()
+    state = board_game(c, "checkers", "alpha-beta:1", "random")
+    while not state["over"]:
+        r = c.post(f"/api/games/{state['id']}/agent", json={})
+        assert r.status_code == 200, r.text
+        state = r.json()
+    check_board_state(state)
+    assert c.post(f"/api/games/{state['id']}/resign", json={}).status_code == 409

@@ -108,7 +108,7 @@ def test_board_games_are_asked_the_same_way():
     from boards import play
 
     game = play(TicTacToe, [0, 4])  # X in a corner, O in the centre
-    for answer in (8, np.int64(8), "8"):  # an action, or its Game.action_name
+    for answer in (8, np.int64(8), "c1"):  # an action, or its Game.action_name (the bottom right cell)
         assert choose_action(Fixed(answer), game) == 8
         assert choose_action(lambda g, a=answer: a, game) == 8
     seen = []

@@ -60,3 +60,44 @@ def test_from_spec_builds_from_the_normal_form():
     assert isinstance(from_spec("RANDOM", "gardner"), RandomAgent)
     with pytest.raises(ValueError, match="unknown agent"):
         from_spec("random:3", "gardner", allow_paths=False)
+
+
+def test_board_games_have_their_own_forms():
+    from agents.games.checkers import CheckersAlphaBeta
+    from agents.games.gomoku import GomokuSolver
+    from agents.games.tictactoe import TicTacToeSolver
+
+    assert isinstance(from_spec("Alpha-Beta:3", "checkers"), CheckersAlphaBeta)
+    assert from_spec("alpha-beta", "checkers").depth == 2  # the default depth, as minimax's
+    assert isinstance(from_spec("perfect", "tictactoe"), TicTacToeSolver)
+    assert isinstance(from_spec("perfect", "gomoku4k4"), GomokuSolver)
+    assert isinstance(from_spec("random", "gomoku"), RandomAgent)
+    for spec, game, message in [
+            ("minimax:2", "checkers", "'minimax' plays chess variants, not checkers"),
+            ("alpha-beta:2", "gardner", "'alpha-beta' plays board games, not the chess variant 'gardner'"),
+            ("perfect", "checkers", "checkers has no 'perfect' player"),
+            ("alpha-beta", "tictactoe", "tictactoe has no 'alpha-beta' player"),
+            ("perfect", "gomoku", "the exact solver does not finish on 9x9"),
+            ("openspiel-mcts", "connect_four", "not connect_four"),
+            ("nonsense", "checkers", "unknown agent 'nonsense' for checkers")]:
+        with pytest.raises(ValueError, match=message):
+            from_spec(spec, game, allow_paths=False)
+    with pytest.raises(ValueError, match=r"alpha-beta depth 5 is more than this server allows \(4\)"):
+        from_spec("alpha-beta:5", "checkers", limits=SERVER_LIMITS)
+    with pytest.raises(ValueError, match=r"2,001 simulations is more than this server allows"):
+        check_limits("OpenSpiel-MCTS:2001", SERVER_LIMITS)
+
+
+def test_a_saved_agent_of_another_game_is_refused(tmp_path):
+    pytest.importorskip("torch", reason="a saved network agent needs the agents extra")
+    from agents.alphazero.agent import AlphaZeroAgent
+    from agents.alphazero.train import Config, make_net, with_changes
+    from agents.spec import load_for_game
+
+    config = with_changes(Config(), game="connect_four", blocks=1, channels=8, policy_channels=2)
+    AlphaZeroAgent(make_net(config), "connect_four", simulations=2).save(str(tmp_path / "c4"))
+    assert from_spec(str(tmp_path / "c4"), "connect_four").game == "connect_four"
+    with pytest.raises(ValueError, match="plays 'connect_four', not 'tictactoe'"):
+        from_spec(str(tmp_path / "c4"), "tictactoe")
+    with pytest.raises(ValueError, match="plays 'connect_four', not 'gardner'"):
+        load_for_game(str(tmp_path / "c4"), "gardner")

@@ -1,4 +1,5 @@
-"""The leaderboard: every available agent of a variant against random and each other, with Elo and tables.
+"""The leaderboard: every available agent of a variant (or board game) against random and each other, with Elo and
+tables.
 
 experiments/leaderboard.py is the command line.
 """
@@ -16,33 +17,48 @@ from agents.arena import (all_games, close_agents, color_tally, game_seed, play_
                           run_tournament, tally)
 from agents.arena.ladder import Ladder, ladder_table, play_ladder
 from agents.arena.ratings import elo_mle
-from agents.base import MANIFEST, load, manifest_game
+from agents.base import MANIFEST, load
 from agents.players.perfect import PerfectAgent
-from agents.spec import saved_agents
-from minichess_envs.variants import Variant, get_variant
+from agents.spec import JUDGES, agent_game, from_spec, is_board_game, saved_agents
+from agents.games import board_game
+from minichess_envs.variants import get_variant
 
 DEFAULT_VARIANTS = ("gardner", "gardner-kingcapture", "3x3")
 
 
 def saved_players(runs: str, skip: str = "leaderboard") -> list[tuple[str, str, object]]:
-    """``(variant, name, agent)`` for every loadable saved agent under ``runs`` (names relative to it),
-    leaving out the folder ``skip`` (the leaderboards themselves); a broken one is skipped with a note."""
+    """``(game, name, agent)`` for every loadable saved agent under ``runs`` (names relative to it; the game a
+    chess variant or a board game), leaving out the folder ``skip`` (the leaderboards themselves); a broken one
+    is skipped with a note."""
     found = []
     for name, path in saved_agents(runs).items():
         if name == skip or name.startswith(skip + os.sep):
             continue
         try:
             agent = load(path)
-            variant = getattr(agent, "variant", None) or manifest_game(path)
-            variant = get_variant(variant).name if isinstance(variant, (str, Variant)) else None
+            variant = agent_game(agent, path)
         except Exception as exc:  # one broken checkpoint must not stop the leaderboard
             print(f"skipping checkpoint {path}: {type(exc).__name__}: {exc}")
             continue
         if variant is None:
-            print(f"skipping checkpoint {path}: neither the agent nor its {MANIFEST} names a variant")
+            print(f"skipping checkpoint {path}: neither the agent nor its {MANIFEST} names a game")
             continue
         agent.name = name
         found.append((variant, name, agent))
+    return found
+
+
+def zoo_players() -> list[tuple[str, str, object]]:
+    """``(game, name, agent)`` for every zoo entry (:mod:`agents.zoo`) at its rated setting; one that does not load
+    (an extra missing) is skipped with a note."""
+    from agents import zoo
+
+    found = []
+    for name in zoo.names():
+        try:
+            found.append((zoo.card(name).game, f"zoo:{name}", zoo.load(name)))
+        except Exception as exc:  # torch not installed, a damaged entry: the rest of the leaderboard goes on
+            print(f"skipping zoo entry {name}: {type(exc).__name__}: {exc}")
     return found
 
 
@@ -50,7 +66,9 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
                     engines: bool = True, runs_label: str = "runs") -> list:
     """Random, greedy, minimax at ``depths``, the tablebase player on 3x3, Fairy-Stockfish (Stockfish on 8x8)
     at ``nodes`` where installed, and the ``saved`` agents of ``variant`` (a name a baseline holds is
-    prefixed with ``runs_label``)."""
+    prefixed with ``runs_label``); a board game's players instead: :func:`board_game_players`."""
+    if is_board_game(variant):
+        return board_game_players(variant, saved, depths, outside=engines, runs_label=runs_label)
     players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in depths]
     if variant == "3x3":
         players.append(PerfectAgent("3x3"))
@@ -63,6 +81,33 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
                 break
     for v, name, agent in saved:
         if v == variant:
+            taken = {p.name for p in players}
+            agent.name = name if name not in taken else f"{runs_label}/{name}"
+            players.append(agent)
+    return players
+
+
+def board_game_players(game: str, saved, depths: Sequence[int] = (1, 2, 3), simulations: Sequence[int] = (10, 100),
+                       outside: bool = True, runs_label: str = "runs") -> list:
+    """Random, the game's alpha-beta at ``depths`` and exact solver (where it has them: ``agents.spec.JUDGES``),
+    OpenSpiel's MCTS bot at ``simulations`` where installed, ``outside`` and the game has a twin there, and the
+    ``saved`` agents of ``game`` (a name a baseline holds is prefixed with ``runs_label``)."""
+    players = [RandomAgent()]
+    judges = next((JUDGES[c] for c in board_game(game).__mro__ if c in JUDGES), {})
+    if "alpha-beta" in judges:
+        players += [from_spec(f"alpha-beta:{d}", game) for d in depths]
+    if "perfect" in judges:
+        try:
+            players.append(from_spec("perfect", game))
+        except (ValueError, ImportError) as exc:  # too big a board, or the solver's extra missing
+            print(f"{game}: no exact player: {exc}")
+    if outside and hasattr(board_game(game), "openspiel_state"):
+        try:
+            players += [from_spec(f"openspiel-mcts:{n}", game) for n in simulations]
+        except ImportError as exc:
+            print(f"{game}: no OpenSpiel MCTS: {exc}")
+    for g, name, agent in saved:
+        if g == game:
             taken = {p.name for p in players}
             agent.name = name if name not in taken else f"{runs_label}/{name}"
             players.append(agent)
@@ -96,8 +141,9 @@ class Board:
     def markdown(self) -> str:
         """The variant's section: standings with Elo and results against random, the reference row, the
         score of every pairing and how the games ended."""
+        first, second = ("first", "second") if is_board_game(self.variant) else ("White", "Black")
         lines = [f"## {self.variant}", "",
-                 "| rank | agent | Elo | 95% CI | vs random as White | vs random as Black | score vs random "
+                 f"| rank | agent | Elo | 95% CI | vs random as {first} | vs random as {second} | score vs random "
                  "| score vs all | games |",
                  "|---:|---|---:|---|---|---|---|---|---:|"]
         for row in self.rows:
@@ -110,9 +156,9 @@ class Board:
                          f"| {pct(o.score)} {ci(*o.interval)} | {o.games} |")
         ref = self.reference
         w, d, b = ref.rate_interval("wins"), ref.rate_interval("draws"), ref.rate_interval("losses")
-        lines.append(f"| ref | random vs random | 0 | | White wins {pct(ref.wins / ref.games)} {ci(*w)} "
-                     f"| Black wins {pct(ref.losses / ref.games)} {ci(*b)} | draws {pct(ref.draws / ref.games)} "
-                     f"{ci(*d)} | White's score {pct(ref.score)} | {ref.games} |")
+        lines.append(f"| ref | random vs random | 0 | | {first} wins {pct(ref.wins / ref.games)} {ci(*w)} "
+                     f"| {second} wins {pct(ref.losses / ref.games)} {ci(*b)} | draws {pct(ref.draws / ref.games)} "
+                     f"{ci(*d)} | {first}'s score {pct(ref.score)} | {ref.games} |")
         names = self.names
         lines += ["", f"Reference: {ref.games} random-vs-random games, {self.reference_plies:.1f} plies on average.",
                   "", "Score of the row agent against the column agent:", "",
@@ -172,8 +218,8 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
     player = RandomAgent()
     records = [play_game(player, player, variant, game_seed(seed, i), pgn=False) for i in range(reference_games)]
     ref, ref_plies = color_tally(records), sum(r.plies for r in records) / max(1, reference_games)
-    print(f"[{variant}] random vs random over {ref.games} games: White {pct(ref.wins / ref.games)}, "
-          f"draws {pct(ref.draws / ref.games)}, Black {pct(ref.losses / ref.games)}")
+    print(f"[{variant}] random vs random over {ref.games} games: first {pct(ref.wins / ref.games)}, "
+          f"draws {pct(ref.draws / ref.games)}, second {pct(ref.losses / ref.games)}")
     names = [a.name for a in players]
     pairings = [(i, j) for i in range(len(players)) for j in range(i + 1, len(players))]
     done = collections.Counter()
@@ -187,8 +233,9 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
                   f"{names[i]} vs {names[j]} done; {n}/{total} games, {time.perf_counter() - t0:.0f} s", flush=True)
 
     try:
-        matches = run_tournament(players, variant, games, seed, workers=workers, progress=progress,
-                                 illegal="forfeit", opening_plies=opening_plies)
+        # board games are played in lockstep (batched) in one process, unless there are workers to spread them over
+        matches = run_tournament(players, variant, games, seed, workers=workers, progress=progress, illegal="forfeit",
+                                 opening_plies=opening_plies, lockstep=None if workers == 1 else False)
     finally:
         close_agents(players)
     board = Board(variant, names, matches, standings(variant, names, matches, prior_draws), ref, ref_plies)

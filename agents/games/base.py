@@ -79,6 +79,16 @@ class Game:
         """An action as records and people read it (chess: UCI)."""
         return str(action)
 
+    def cells(self) -> list[list[str]]:
+        """The board for people, rows top to bottom: each cell a piece's letter or ``""`` (how the terminal and
+        the web app draw it)."""
+        raise NotImplementedError
+
+    def action_cells(self, action: int) -> tuple[tuple[int, int] | None, tuple[int, int]]:
+        """Where ``action`` moves on :meth:`cells`' grid: ``(from, to)`` as ``(row, column)``, ``from`` ``None``
+        for a piece put on the board (how a click on the web app's board becomes an action)."""
+        raise NotImplementedError
+
     @classmethod
     def symmetries(cls) -> list[tuple[int, bool, np.ndarray]]:
         """The board's symmetries as ``(quarter_turns, flip, action_permutation)``, the identity first: the
@@ -222,6 +232,23 @@ class GridGame(Game):
         if game.result is None and game.moves == len(game.board):
             game.result = -1
         return game
+
+    def action_name(self, action: int) -> str:
+        """The action's cell as ``"c3"``: column letter, row number counted from the bottom (with gravity: the
+        column's letter alone)."""
+        row, column = divmod(int(action), self.width)
+        return "abcdefghijklmnopqrs"[column] + ("" if self.gravity else str(self.height - row))
+
+    def cells(self) -> list[list[str]]:
+        """``"X"`` the first player's marks, ``"O"`` the second's."""
+        w = self.width
+        return [[("", "X", "O")[v] for v in self.board[r * w:(r + 1) * w]] for r in range(self.height)]
+
+    def action_cells(self, action: int) -> tuple[None, tuple[int, int]]:
+        cell = int(action)
+        while self.gravity and cell + self.width < len(self.board) and not self.board[cell + self.width]:
+            cell += self.width
+        return None, divmod(cell, self.width)
 
     def __repr__(self) -> str:
         rows = ["".join(".XO"[v] for v in self.board[r * self.width:(r + 1) * self.width]) for r in range(self.height)]

@@ -309,6 +309,29 @@ class Checkers(Game):
                              f"{self._describe(action)}")
         return f"{action // 4 + 1}{'x' if self.capturing else '-'}{target + 1}"
 
+    def cells(self) -> list[list[str]]:
+        """The diagram (squares 1-4 the top row): ``"b"``/``"B"`` the first player's men and kings
+        (Black), ``"w"``/``"W"`` the second's (White)."""
+        grid = [[""] * 8 for _ in range(8)]
+        for s, bit in enumerate(BIT):
+            if bit & (self.first | self.second):
+                letter = "b" if bit & self.first else "w"
+                grid[_cell(s) // 8][_cell(s) % 8] = letter.upper() if bit & self.kings else letter
+        return grid
+
+    @staticmethod
+    def square_labels() -> list[list[str]]:
+        """The diagram's cells labelled with their square numbers, 1-32 (``""`` on the light squares)."""
+        grid = [[""] * 8 for _ in range(8)]
+        for s in range(32):
+            grid[_cell(s) // 8][_cell(s) % 8] = str(s + 1)
+        return grid
+
+    def action_cells(self, action: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        name = self.action_name(action)  # ValueError for an action that is no step (or jump) here
+        start, end = (int(n) - 1 for n in name.replace("x", "-").split("-"))
+        return divmod(_cell(start), 8), divmod(_cell(end), 8)
+
     @staticmethod
     def _describe(action) -> str:
         if not isinstance(action, (int, np.integer)) or not 0 <= action < 128:

@@ -144,15 +144,25 @@ class ConnectFourSolver(Judge):
             raise ImportError("the Connect Four solver needs bitbully: pip install 'minichess-envs[games]' "
                               "(or pip install bitbully)") from exc
         super().__init__(seed)
-        self.bitbully = bitbully
         self.engine = bitbully.BitBully()
         self.name = "perfect solver (bitbully)"
 
+    def __getstate__(self) -> dict:
+        """Pickled without the solver (it does not pickle): an arena worker starts its own."""
+        return {k: v for k, v in self.__dict__.items() if k != "engine"}
+
+    def __setstate__(self, state: dict) -> None:
+        import bitbully
+
+        self.__dict__.update(state, engine=bitbully.BitBully())
+
     def scores(self, game: ConnectFour) -> dict[int, int]:
         """bitbully's score of every legal column: > 0 the player to move wins (sooner: larger), 0 draw, < 0 loses."""
+        import bitbully
+
         if game.is_over():
             raise ValueError(f"{game!r}: the game is over")
-        board = self.bitbully.Board.from_array([game.board[r * 7:(r + 1) * 7] for r in range(6)])
+        board = bitbully.Board.from_array([game.board[r * 7:(r + 1) * 7] for r in range(6)])
         return {int(c): int(s) for c, s in self.engine.score_all_moves(board).items()}
 
     def move_values(self, game: ConnectFour) -> dict[int, int]:

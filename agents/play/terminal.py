@@ -1,4 +1,5 @@
-"""``minichess play``: a person against an agent in the terminal, or through pipes (docs/play.md)."""
+"""``minichess play``: a person against an agent in the terminal, or through pipes (docs/play.md): a chess variant
+(:class:`TerminalGame`) or a board game (:class:`BoardGameTerminal`)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from typing import Callable, TextIO
 
 from agents.arena import PLY_LIMIT, close_agents
 from agents.base import Agent
+from agents.games import SEAT_NAMES, new_game
 from agents.players.uci import EngineNotFoundError
-from agents.spec import LOCAL_LIMITS, check_limits, from_spec
+from agents.spec import JUDGES, LOCAL_LIMITS, check_limits, from_spec, is_board_game
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
 from minichess_envs.extras import MissingExtraError
 from minichess_envs.pgn import game_pgn, parse_san, san
-from minichess_envs.players import choose_action
+from minichess_envs.players import choose_action, legal_action
 from minichess_envs.variants import get_variant
 
 HELP = """\
@@ -267,6 +269,158 @@ class TerminalGame:
         return game_pgn(self.position, {**headers, "Termination": self.termination} if self.termination else headers)
 
 
+BOARD_GAME_HELP = """\
+Type a move by its name (see 'moves'), or a command:
+  moves   list the legal moves        hint    suggest a move
+  undo    take back your last move    board   show the board again
+  resign  give up the game            quit    stop here
+  help    this text"""
+
+
+def board_game_text(game) -> str:
+    """A board game's :meth:`~agents.games.Game.cells` with column letters and row numbers counted from the bottom
+    (as Gomoku's move names); checkers numbers its empty dark squares 1-32 instead (as its move names)."""
+    rows, labels = game.cells(), getattr(game, "square_labels", lambda: None)()
+    width = max([2] + [len(label) + 1 for row in labels or [] for label in row])
+    lines = []
+    for r, row in enumerate(rows):
+        cells = [piece or (labels[r][c] if labels else ".") or " " for c, piece in enumerate(row)]
+        lines.append(("" if labels else f"{len(rows) - r:>2} ") + "".join(cell.rjust(width) for cell in cells))
+    if not labels:
+        lines.append("   " + "".join("abcdefghijklmnopqrs"[c].rjust(width) for c in range(len(rows[0]))))
+    return "\n".join(lines)
+
+
+class BoardGameTerminal:
+    """One game of board game ``name`` (``agents.games.new_game``) between a person (reading ``stdin``, moving
+    ``human``: 0 first, 1 second) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of the agent whose
+    move ``hint`` suggests (default: the game's exact solver or alpha-beta depth 2)."""
+
+    def __init__(self, name: str, agent: Agent, human: int = 0, *, hint: str | None = None, seed: int | None = None,
+                 stdin: TextIO | None = None, stdout: TextIO | None = None):
+        self.name, self.agent, self.human, self.seed = name, agent, human, seed
+        self.game = new_game(name)
+        self.history = []  # the game before each move, for undo
+        self.moves: list[str] = []
+        it = getattr(agent, "name", "agent")
+        self.names = ("you", it) if human == 0 else (it, "you")
+        judges = next((JUDGES[c] for c in type(self.game).__mro__ if c in JUDGES), {})
+        self.hint_spec = hint or ("alpha-beta:2" if "alpha-beta" in judges else "perfect")
+        self._hint_agent = None
+        self.stdin, self.stdout = stdin or sys.stdin, stdout or sys.stdout
+        self.result, self.termination = "*", None
+        if hasattr(agent, "reset"):
+            agent.reset(seed)
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.stdout, flush=True)
+
+    def show(self) -> None:
+        self.say()
+        self.say(board_game_text(self.game))
+        if self.moves:
+            self.say(f"last move: {self.moves[-1]} ({self.names[self.history[-1].to_play()]})")
+
+    def run(self) -> str:
+        """Play until the game ends; returns the result, the first player's points first (``"*"`` if abandoned)."""
+        pieces = " and ".join(f"{SEAT_NAMES[p]} ({self.names[p]})" for p in (0, 1))
+        self.say(f"{self.name}: {pieces}; you move {SEAT_NAMES[self.human]}. Type 'help' for commands.")
+        self.show()
+        while self.termination is None:
+            if self.game.is_over():
+                winner = self.game.winner()
+                self.result = {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner]
+                self.termination = "draw" if winner is None else "win"
+                self.say(f"game over: {self.result} ("
+                         f"{'draw' if winner is None else self.names[winner] + ' won'})")
+            elif self.game.to_play() == self.human:
+                self.human_turn()
+            else:
+                self.agent_turn()
+        self.say("moves: " + " ".join(self.moves))
+        return self.result
+
+    def play(self, action: int) -> None:
+        self.history.append(self.game.copy())
+        self.moves.append(self.game.action_name(action))
+        self.game.step(action)
+
+    def agent_turn(self) -> None:
+        try:
+            action = choose_action(self.agent, self.game)
+        except Exception as exc:  # a broken checkpoint, a missing extra: end the game, keep it
+            self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
+            self.result, self.termination = "*", ABANDONED
+            return
+        self.play(action)
+        self.show()
+
+    def human_turn(self) -> None:
+        line = self.read(f"your move ({SEAT_NAMES[self.human]}): ")
+        if line is None:
+            self.say("(end of input: the game stops here)")
+            self.result, self.termination = "*", ABANDONED
+            return
+        word = line.strip().lower()
+        if not word:
+            return
+        if word in ("help", "?"):
+            self.say(BOARD_GAME_HELP)
+        elif word == "moves":
+            self.say("legal moves: " + " ".join(self.game.action_name(a) for a in self.game.legal_actions()))
+        elif word == "board":
+            self.show()
+        elif word == "undo":
+            self.undo()
+        elif word == "hint":
+            self.hint()
+        elif word == "resign":
+            self.result, self.termination = ("0-1" if self.human == 0 else "1-0"), RESIGNATION
+            self.say(f"game over: {self.result} (you resigned)")
+        elif word in ("quit", "exit"):
+            self.result, self.termination = "*", ABANDONED
+        else:
+            try:
+                action = legal_action(self.game, word, "you")
+            except ValueError:  # IllegalMoveError
+                legal = " ".join(self.game.action_name(a) for a in self.game.legal_actions())
+                return self.say(f"? {word!r} is no legal move here; legal moves: {legal}")
+            self.play(action)
+            if self.game.to_play() == self.human and not self.game.is_over():  # a jump goes on: show where
+                self.show()
+
+    def read(self, prompt: str) -> str | None:
+        """One line of input (``None`` at its end), echoed when piped."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            self.say()
+            return None
+        if not self.stdin.isatty():
+            self.say(line.rstrip("\n").replace("\ufffd", "?"))
+        return line
+
+    def undo(self) -> None:
+        """Take back the person's last move (a whole multi-jump) and the agent's replies after it."""
+        starts = [i for i, before in enumerate(self.history)  # where the person's turns began
+                  if before.to_play() == self.human and (i == 0 or self.history[i - 1].to_play() != self.human)]
+        if not starts:
+            return self.say("? nothing to undo: you have not moved yet")
+        self.game = self.history[starts[-1]]
+        del self.history[starts[-1]:], self.moves[starts[-1]:]
+        self.show()
+
+    def hint(self) -> None:
+        try:
+            if self._hint_agent is None:
+                self._hint_agent = from_spec(self.hint_spec, self.name, seed=self.seed)
+            action = choose_action(self._hint_agent, self.game)
+        except (ValueError, OSError, RuntimeError, ImportError) as exc:
+            return self.say(f"? no hint: {exc}")
+        self.say(f"hint ({self._hint_agent.name}): {self.game.action_name(action)}")
+
+
 def _lenient(stream: TextIO) -> TextIO:
     """``stream`` reading undecodable bytes as U+FFFD: under strict UTF-8 one bad line would end the game."""
     try:
@@ -284,10 +438,37 @@ def _flag(flag: str, check, value):
         raise ValueError(f"{flag}: {exc}") from None
 
 
+def run_board_game(args) -> int:
+    """``minichess play`` of a board game: the chess options are refused, the moves printed at the end."""
+    for flag, value in (("--fen", args.fen), ("--clock", args.clock), ("--ply-limit", args.ply_limit),
+                        ("--pgn", args.pgn)):
+        if value is not None:
+            raise ValueError(f"{flag} applies to chess variants, not {args.variant}")
+    if args.color in ("white", "black"):
+        raise ValueError(f"--color: a board game's seats are first and second (or random), not {args.color}")
+    human = {None: 0, "first": 0, "second": 1, "random": random.Random(args.seed).choice((0, 1))}[args.color]
+    if args.hint is not None:
+        _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)
+    agent = _flag("--opponent", lambda spec: from_spec(spec, args.variant, seed=args.seed), args.opponent)
+    game = BoardGameTerminal(args.variant, agent, human, hint=args.hint, seed=args.seed, stdin=_lenient(sys.stdin))
+    try:
+        game.run()
+    except KeyboardInterrupt:
+        game.say("\n(interrupted: the game stops here)")
+    finally:
+        close_agents([agent])
+    return 0
+
+
 def run(args) -> int:
     """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`)."""
+    if is_board_game(args.variant):
+        return run_board_game(args)
+    if args.color in ("first", "second"):
+        raise ValueError(f"--color: a chess variant's colours are white and black, not {args.color}")
     v = get_variant(args.variant)
-    colour = {"white": WHITE, "black": BLACK, "random": random.Random(args.seed).choice((WHITE, BLACK))}[args.color]
+    colour = {None: WHITE, "white": WHITE, "black": BLACK,
+              "random": random.Random(args.seed).choice((WHITE, BLACK))}[args.color]
     clock = _flag("--clock", parse_clock, args.clock) if args.clock is not None else None
     if args.hint is not None:
         _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)  # before the game, not at 'hint'

@@ -1,9 +1,11 @@
-"""``minichess serve``: a local web app to play any agent, watch two agents, replay PGN and see what a search thinks.
+"""``minichess serve``: a local web app to play any agent, watch two agents, replay PGN and see what a search thinks,
+in a chess variant (:class:`WebGame`) or a board game of :mod:`agents.games` (:class:`BoardWebGame`).
 The page is ``static/``; the JSON API (:class:`PlayServer`'s routes) and what the server trusts: docs/play.md."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -12,7 +14,7 @@ import sys
 import threading
 import time
 
-from minichess_envs.extras import MissingExtraError, extra_hint, require
+from minichess_envs.extras import extra_hint, require
 
 with extra_hint("the web app (agents.play.web)", only="starlette", extra="play"):  # names the extra
     from starlette.applications import Starlette
@@ -25,11 +27,13 @@ with extra_hint("the web app (agents.play.web)", only="starlette", extra="play")
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
+from agents import zoo
 from agents.arena import PLY_LIMIT, close_agents
 from agents.base import Agent, manifest_game, read_manifest
+from agents.games import BOARD_GAMES, SEAT_NAMES, Game, GridGame, new_game
 from agents.play.terminal import RESIGNATION, loss
 from agents.players.uci import EngineNotFoundError, find_engine
-from agents.spec import SERVER_LIMITS, from_spec, load_for_variant, parse_spec, saved_agents
+from agents.spec import SERVER_LIMITS, from_spec, is_board_game, load_for_game, parse_spec, saved_agents
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, Move, Position
 from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san
@@ -90,27 +94,104 @@ def bounded(fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
         sys.settrace(previous)
 
 
-class WebGame:
-    """One game on the server: the position, who plays each side, and how it ended if it did."""
+class ServerGame:
+    """What every game on the server has, a chess variant's (:class:`WebGame`) or a board game's
+    (:class:`BoardWebGame`): who plays each seat, the agents, whether one is thinking, how the game ended. A subclass
+    says how a move is read, played (:meth:`push`) and taken back (:meth:`pop_turn`), and what :meth:`state` shows."""
 
-    def __init__(self, game_id: str, position: Position, players: tuple[str, str], agents: list[Agent | None],
-                 names: tuple[str, str], ply_limit: int, headers: dict | None = None):
+    kind: str  # "chess" or "board", in the state
+    seat_names: tuple[str, str]  # the keys of players and names in the state: white/black, first/second
+
+    def __init__(self, game_id: str, players: tuple[str, str], agents: list[Agent | None], names: tuple[str, str]):
         self.id = game_id
         self.players = players
         self.agents = agents
         self.names = names
-        self.ply_limit = ply_limit
-        self.headers = dict(headers or {})
-        self.encoding = ObservationEncoding(position.variant)
         self.resigned: int | None = None
         self.busy = False  # an agent is thinking; the game does not change meanwhile
         self.agent_lock = threading.Lock()  # agents are not thread-safe: one call at a time (move or analysis)
         self.stop = threading.Event()  # set when the game ends on the server: its agents' work stops
         self.touched = time.monotonic()
         self.history: list[dict] = []
+
+    @property
+    def ply(self) -> int:
+        """Moves played (a board game: actions, each jump of a multi-jump one)."""
+        raise NotImplementedError
+
+    @property
+    def turn(self) -> int:
+        """The seat to move: 0 (White, the first player) or 1."""
+        raise NotImplementedError
+
+    def status(self) -> tuple[str, str | None]:
+        """``(result, termination)``, the first seat's points first; ``("*", None)`` while the game goes on."""
+        raise NotImplementedError
+
+    def state(self) -> dict:
+        raise NotImplementedError
+
+    def snapshot(self):
+        """A copy of the game for the agent to move to think about (in a worker thread)."""
+        raise NotImplementedError
+
+    def choose(self, snapshot):
+        """The agent to move's choice in ``snapshot`` (run in a worker thread), for :meth:`push`."""
+        raise NotImplementedError
+
+    def push(self, move) -> None:
+        raise NotImplementedError
+
+    def read_move(self, data: dict):
+        """The move in a request's JSON, as sent (422 if it is missing or of the wrong type)."""
+        raise NotImplementedError
+
+    def human_move(self, move) -> None:
+        """Play the person's move (from :meth:`read_move`); 422 naming the problem if it is no legal move."""
+        raise NotImplementedError
+
+    def pop_turn(self) -> None:
+        """Take back the last turn (a move; a board game's whole multi-jump)."""
+        raise NotImplementedError
+
+    def undo(self) -> None:
+        """Take back the last turn, then more while an agent is to move in a game a person plays (409 if no
+        move was played)."""
+        if self.ply == 0:
+            raise HTTPException(409, "nothing to undo: no move has been played")
+        self.resigned = None
+        self.pop_turn()
+        while HUMAN in self.players and self.ply and self.players[self.turn] != HUMAN:
+            self.pop_turn()  # back to a person's turn
+
+    def close(self) -> None:
+        """Stop the agents' work and close them (an engine may take ~2 s to quit: not on the event loop)."""
+        self.stop.set()
+        close_agents(self.agents)
+
+
+class WebGame(ServerGame):
+    """One chess game on the server: the position, who plays each side, and how it ended if it did."""
+
+    kind, seat_names = "chess", COLOR_NAMES
+
+    def __init__(self, game_id: str, position: Position, players: tuple[str, str], agents: list[Agent | None],
+                 names: tuple[str, str], ply_limit: int, headers: dict | None = None):
+        super().__init__(game_id, players, agents, names)
+        self.ply_limit = ply_limit
+        self.headers = dict(headers or {})
+        self.encoding = ObservationEncoding(position.variant)
         self.position = Position(position.variant, position.root_fen)
         for move in position.move_stack:
             self.push(move)
+
+    @property
+    def ply(self) -> int:
+        return self.position.ply
+
+    @property
+    def turn(self) -> int:
+        return self.position.turn
 
     def push(self, move: Move) -> None:
         entry = {"uci": move.uci(), "san": san(self.position, move)}
@@ -121,6 +202,17 @@ class WebGame:
     def pop(self) -> None:
         self.position.pop()
         self.history.pop()
+
+    pop_turn = pop
+
+    def read_move(self, data: dict) -> str:
+        return _field(data, "move", None)
+
+    def human_move(self, text: str) -> None:
+        try:
+            self.push(parse_san(self.position, text))  # SAN or UCI
+        except ValueError as exc:  # illegal, ambiguous or not a move
+            raise HTTPException(422, str(exc)) from None
 
     def status(self) -> tuple[str, str | None]:
         """``(result, termination)``; ``("*", None)`` while the game goes on."""
@@ -141,7 +233,7 @@ class WebGame:
             {"uci": m.uci(), "san": san(pos, m), "from": m.from_square, "to": m.to_square, "promotion": m.promotion}
             for m in pos.legal_moves
         ]
-        return {"id": self.id, "variant": {"name": v.name, "width": v.width, "height": v.height},
+        return {"id": self.id, "kind": self.kind, "variant": {"name": v.name, "width": v.width, "height": v.height},
                 "players": dict(zip(COLOR_NAMES, self.players)), "names": dict(zip(COLOR_NAMES, self.names)),
                 "start_fen": pos.root_fen, "fen": pos.fen(), "ply": pos.ply, "turn": COLOR_NAMES[pos.turn],
                 "to_move": self.players[pos.turn], "check": pos.is_check() and not over, "history": self.history,
@@ -154,15 +246,152 @@ class WebGame:
                    "White": self.names[0], "Black": self.names[1], "Result": result}
         return game_pgn(self.position, {**headers, "Termination": termination} if termination else headers)
 
+    def snapshot(self) -> Position:
+        return self.position.copy()
+
     def choose(self, position: Position) -> Move:
         """The agent to move's choice (run in a worker thread)."""
         with self.agent_lock:
             return position.action_to_move(choose_action(self.agents[position.turn], position, self.encoding))
 
-    def close(self) -> None:
-        """Stop the agents' work and close them (an engine may take ~2 s to quit: not on the event loop)."""
-        self.stop.set()
-        close_agents(self.agents)
+
+def board_game_info(game: Game) -> dict:
+    """What a page needs to draw board game ``game`` (a :class:`~agents.games.Game`): its name and title, the grid's
+    ``rows`` and ``columns``, ``checkered`` (checkers' dark squares), ``drop`` (a move names a column: Connect Four),
+    what each seat's pieces are called (``sides``), the start's ``cells`` and checkers' square ``labels``."""
+    cells = game.cells()
+    labels = getattr(game, "square_labels", None)
+    return {"name": game.name, "title": board_game_title(type(game)), "rows": len(cells), "columns": len(cells[0]),
+            "checkered": labels is not None, "drop": bool(getattr(game, "gravity", False)),
+            "sides": ["X", "O"] if isinstance(game, GridGame) else ["Black", "White"] if labels else list(SEAT_NAMES),
+            "cells": cells, "labels": labels() if labels else None}
+
+
+def board_game_title(cls: type[Game]) -> str:
+    """``"Tic-Tac-Toe"``, ``"Gomoku 9x9, 5 in a row"``, ``"Checkers"``."""
+    title = getattr(cls, "title", None) or cls.name.replace("_", " ").title()
+    length = getattr(cls, "length", None)
+    return f"{title} {cls.height}x{cls.width}, {length} in a row" if title == "Gomoku" and length else title
+
+
+class BoardWebGame(ServerGame):
+    """One board game (:mod:`agents.games`: Tic-Tac-Toe, Connect Four, Gomoku, checkers) on the server. A move is an
+    action; a checkers multi-jump is several actions by the same player, undone together."""
+
+    kind, seat_names = "board", SEAT_NAMES
+
+    def __init__(self, game_id: str, game: Game, players: tuple[str, str], agents: list[Agent | None],
+                 names: tuple[str, str]):
+        super().__init__(game_id, players, agents, names)
+        self.game = game
+        self.info = board_game_info(game)
+        self.before: list[Game] = []  # the game before each action, for undo
+
+    @property
+    def ply(self) -> int:
+        return len(self.history)
+
+    @property
+    def turn(self) -> int:
+        return self.game.to_play()
+
+    def push(self, action: int) -> None:
+        start, end = self.game.action_cells(action)
+        entry = {"action": int(action), "name": self.game.action_name(action), "player": self.game.to_play(),
+                 "from": None if start is None else list(start), "to": list(end)}
+        self.before.append(self.game.copy())
+        self.game.step(action)
+        entry["cells"] = self.game.cells()
+        self.history.append(entry)
+
+    def pop(self) -> None:
+        self.game = self.before.pop()
+        self.history.pop()
+
+    def pop_turn(self) -> None:
+        player = self.history[-1]["player"]
+        while self.history and self.history[-1]["player"] == player:  # the jumps of one multi-jump
+            self.pop()
+
+    def read_move(self, data: dict) -> str | int:
+        """``{"move": NAME}`` (a legal move's ``name``: ``"c3"``, ``"d"``, ``"11-15"``, ``"11x18"``) or
+        ``{"action": INDEX}``: the name (a string) or the index (an int)."""
+        text, action = data.get("move"), data.get("action")
+        if text is not None and action is not None:
+            raise HTTPException(422, "send the move's name as 'move' or its index as 'action', not both")
+        if action is not None:
+            if not isinstance(action, int) or isinstance(action, bool):
+                raise HTTPException(422, f"field 'action' must be an integer, not {type(action).__name__}")
+            return action
+        if text is None:
+            raise HTTPException(422, "missing field 'move' (a move's name, as in 'legal') or 'action' (its index)")
+        if not isinstance(text, str):
+            raise HTTPException(422, f"field 'move' must be a string (a move's name), not {type(text).__name__}; "
+                                "send an index as 'action'")
+        return text
+
+    def human_move(self, move: str | int) -> None:
+        legal = self.game.legal_actions()
+        if isinstance(move, int):
+            if move not in legal:
+                raise HTTPException(422, f"illegal action {_shown(move)} in this {self.info['title']} position; "
+                                    f"legal actions: {_listed(legal)}")
+            return self.push(move)
+        names = {self.game.action_name(a): a for a in legal}
+        if move.strip().lower() not in names:
+            raise HTTPException(422, f"illegal move {_shown(move)} in this {self.info['title']} position; "
+                                f"legal moves: {_listed(names)}")
+        self.push(names[move.strip().lower()])
+
+    def status(self) -> tuple[str, str | None]:
+        """``(result, termination)``: ``"win"``, ``"draw"`` or ``"resignation"``; ``("*", None)`` while it goes on."""
+        if self.resigned is not None:
+            return loss(self.resigned), RESIGNATION
+        if self.game.is_over():
+            winner = self.game.winner()
+            return {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner], "draw" if winner is None else "win"
+        return "*", None
+
+    def winner(self) -> int | None:
+        if self.resigned is not None:
+            return 1 - self.resigned
+        return self.game.winner() if self.game.is_over() else None
+
+    def state(self) -> dict:
+        result, termination = self.status()
+        over, game = termination is not None, self.game
+        legal = []
+        for action in [] if over else game.legal_actions():
+            start, end = game.action_cells(action)
+            legal.append({"action": int(action), "name": game.action_name(action),
+                          "from": None if start is None else list(start), "to": list(end)})
+        info = {k: v for k, v in self.info.items() if k not in ("cells", "labels")}
+        turn = game.to_play()
+        return {"id": self.id, "kind": self.kind, "game": info, "players": dict(zip(SEAT_NAMES, self.players)),
+                "names": dict(zip(SEAT_NAMES, self.names)), "start_cells": self.info["cells"],
+                "labels": self.info["labels"], "cells": game.cells(), "ply": self.ply, "to_play": turn,
+                "turn": SEAT_NAMES[turn], "to_move": self.players[turn], "history": self.history, "legal": legal,
+                "result": result, "winner": self.winner(), "termination": termination, "over": over,
+                "busy": self.busy}
+
+    def snapshot(self) -> Game:
+        return self.game.copy()
+
+    def choose(self, game: Game) -> int:
+        """The agent to move's action (run in a worker thread)."""
+        with self.agent_lock:
+            return choose_action(self.agents[game.to_play()], game)
+
+
+def _shown(value) -> str:
+    """``repr(value)``, cut short: an answer need not echo a long request."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _listed(names, most: int = 30) -> str:
+    names = [str(n) for n in names]
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 class HostCheck:
@@ -198,13 +427,14 @@ class PlayServer:
         for path in agent_paths:
             read_manifest(path)  # fails now, with the problem named, not when a browser asks
             self.named[os.path.normpath(path)] = path
-        self.extra_agents = dict(extra_agents or {})  # name -> factory(variant) (tests, embedding)
+        # name -> factory(variant: a chess Variant, or a board game's name) (tests, embedding)
+        self.extra_agents = dict(extra_agents or {})
         self.ply_limit = ply_limit
         self.max_games = max_games
         self.move_seconds = move_seconds
         self.pgn_seconds = pgn_seconds
         self.stopping = threading.Event()  # set when the server stops (see stop_all): all work in threads stops
-        self.games: dict[str, WebGame] = {}
+        self.games: dict[str, ServerGame] = {}
         self._tablebase = None
         self._tablebase_lock = threading.Lock()
         self._analysers: dict[str, tuple[Agent, threading.Lock]] = {}
@@ -242,22 +472,41 @@ class PlayServer:
         return {**self.named, **{name: path for name, path in runs.items() if name not in self.named}}
 
     def builtin(self) -> list[dict]:
-        """The built-in agents on offer, each with the variants it plays (``None``: all)."""
-        out = [{"name": name, "variants": None} for name in ("random", "greedy")]
-        out += [{"name": f"minimax:{d}", "variants": None} for d in range(1, SERVER_LIMITS.depth + 1)]
+        """The built-in agents on offer, each with the chess variants (``variants``) and the board games (``games``)
+        it plays (``None``: all; a board game's forms are tried once, see :func:`_board_form_plays`)."""
+        boards = list(BOARD_GAMES)
+        out = [{"name": "random", "variants": None, "games": boards},
+               {"name": "greedy", "variants": None, "games": []}]
+        out += [{"name": f"minimax:{d}", "variants": None, "games": []} for d in range(1, SERVER_LIMITS.depth + 1)]
+        searched = [g for g in boards if _board_form_plays("alpha-beta:1", g)]
+        if searched:
+            out += [{"name": f"alpha-beta:{d}", "variants": [], "games": searched}
+                    for d in range(1, SERVER_LIMITS.depth + 1)]
+        mcts = [g for g in boards if _board_form_plays("openspiel-mcts:1", g)]
+        if mcts:
+            out += [{"name": f"openspiel-mcts:{n}", "variants": [], "games": mcts}
+                    for n in (100, 1000) if n <= SERVER_LIMITS.simulations]
         for engine, nodes in (("fairy-stockfish", (100, 1000, 10000)), ("stockfish", (1000, 100000))):
             try:
                 find_engine(engine)
             except EngineNotFoundError:
                 continue
             plays = ["chess"] if engine == "stockfish" else [n for n, v in VARIANTS.items() if v.fairy_stockfish]
-            out += [{"name": f"{engine}:{n}", "variants": plays} for n in nodes]
-        out.append({"name": "perfect", "variants": ["3x3"]})
-        return out + [{"name": name, "variants": None} for name in self.extra_agents]
+            out += [{"name": f"{engine}:{n}", "variants": plays, "games": []} for n in nodes]
+        solved = [g for g in boards if _board_form_plays("perfect", g)]
+        out.append({"name": "perfect", "variants": ["3x3"], "games": solved})
+        for name in zoo.names():  # the zoo's agents, at their rated and casual settings (cards read, nothing loaded)
+            card = zoo.card(name)
+            plays = {"variants": [], "games": [card.game]} if is_board_game(card.game) else {
+                "variants": [card.game], "games": []}
+            out += [{"name": f"zoo:{name}{setting}", **plays} for setting in ("", ":casual")[:1 + bool(card.casual)]]
+        return out + [{"name": name, "variants": None, "games": None} for name in self.extra_agents]
 
-    def make_agents(self, players: tuple[str, str], variant: Variant) -> tuple[tuple[str, str], list[Agent | None]]:
-        """The players' names (specs normalised) and an agent for each non-human (loading is slow: a worker thread):
-        a saved agent's or an extra's name, or a spec within SERVER_LIMITS; never a path."""
+    def make_agents(self, players: tuple[str, str], variant: Variant | str) -> tuple[tuple[str, str],
+                                                                                   list[Agent | None]]:
+        """The players' names (specs normalised) and an agent for each non-human of chess ``variant`` or board game
+        ``variant`` (its name; loading is slow: a worker thread): a saved agent's or an extra's name, or a spec
+        within SERVER_LIMITS; never a path."""
         names, agents, saved = [], [], self.saved()
         for player in players:
             if not isinstance(player, str) or not player.strip():
@@ -268,7 +517,7 @@ class PlayServer:
                 if name == HUMAN:
                     agents.append(None)
                 elif name in saved:
-                    agents.append(load_for_variant(saved[name], variant))
+                    agents.append(load_for_game(saved[name], variant))
                 elif name in self.extra_agents:
                     agents.append(self.extra_agents[name](variant))
                 else:
@@ -276,14 +525,15 @@ class PlayServer:
                         agents.append(from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS))
                     except EngineNotFoundError as exc:
                         raise ValueError(str(exc)) from None
-            # unknown name, wrong variant, engine missing, broken saved agent, an extra to install (torch)
-            except (ValueError, MissingExtraError) as exc:
+            # unknown name, wrong variant or game, engine missing, broken saved agent, an extra to install (torch,
+            # bitbully, open-spiel)
+            except (ValueError, ImportError) as exc:
                 close_agents(agents)
                 raise HTTPException(422, str(exc)) from None
             names.append(name)
         return tuple(names), agents
 
-    def analyser(self, name: str, game: WebGame) -> tuple[Agent, threading.Lock] | None:
+    def analyser(self, name: str | None, game: WebGame) -> tuple[Agent, threading.Lock] | None:
         """The agent whose search the analysis shows: ``name`` (a player or saved agent), else a player that can."""
         for agent, player in zip(game.agents, game.players):
             if agent is not None and hasattr(agent, "analyse") and name in (None, player):
@@ -294,7 +544,7 @@ class PlayServer:
             saved = self.saved()
             if name not in saved:
                 raise HTTPException(404, f"no saved agent named {name!r}")
-            agent = load_for_variant(saved[name], game.position.variant)
+            agent = load_for_game(saved[name], game.position.variant)
             if not hasattr(agent, "analyse"):
                 raise HTTPException(422, f"{name!r} has no search to show")
             self._analysers[name] = (agent, threading.Lock())
@@ -316,7 +566,7 @@ class PlayServer:
 
     # -- games ---------------------------------------------------------------------
 
-    def game(self, request: Request) -> WebGame:
+    def game(self, request: Request) -> ServerGame:
         game = self.games.get(request.path_params["id"])
         if game is None:
             raise HTTPException(404, f"no game {request.path_params['id']!r} (this server keeps "
@@ -333,7 +583,12 @@ class PlayServer:
         limit = v.ply_limit if self.ply_limit is None else min(self.ply_limit, v.ply_limit)
         return WebGame(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
 
-    async def add(self, game: WebGame) -> WebGame:
+    def make_board_game(self, name: str, players: tuple[str, str], agents: list[Agent | None]) -> BoardWebGame:
+        """A new game of board game ``name`` from its start, not yet registered."""
+        names = tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
+        return BoardWebGame(secrets.token_urlsafe(9), new_game(name), players, agents, names)
+
+    async def add(self, game: ServerGame) -> ServerGame:
         """Register ``game``, dropping the least recently used idle games beyond ``max_games`` (on the event loop,
         where alone the games dict changes; games are closed in a worker thread)."""
         dropped = []
@@ -365,26 +620,50 @@ class PlayServer:
 
     # -- handlers ------------------------------------------------------------------
 
-    async def options(self, request: Request) -> Response:
+    def saved_offered(self) -> list[dict]:
+        """The saved agents on offer with what each plays (``variants``: ``None`` all chess variants; ``games``)."""
         saved = []
         for name, path in self.saved().items():
             try:
                 game = manifest_game(path)
+                if game is None or game in VARIANTS:
+                    saved.append({"name": name, "variants": None if game is None else [get_variant(game).name],
+                                  "games": []})
+                elif is_board_game(game):
+                    saved.append({"name": name, "variants": [], "games": [game]})
             except ValueError:
-                continue  # a broken directory is not offered
-            if game is None or game in VARIANTS:  # not a board game's agent: the app plays chess variants
-                saved.append({"name": name, "variants": None if game is None else [get_variant(game).name]})
+                continue  # a broken directory (or one naming no game there is) is not offered
+        return saved
+
+    async def options(self, request: Request) -> Response:
+        """The chess variants, the board games, the agents (each with what it plays) and the person's name."""
         variants = [{"name": v.name, "width": v.width, "height": v.height, "start_fen": v.start_fen}
                     for v in VARIANTS.values()]
-        return JSONResponse({"variants": variants, "agents": self.builtin() + saved, "human": HUMAN})
+        agents = await run_in_threadpool(lambda: self.builtin() + self.saved_offered())  # the first call imports
+        return JSONResponse({"variants": variants, "games": _board_games(), "agents": agents, "human": HUMAN})
 
     async def new_game(self, request: Request) -> Response:
+        """``{variant, white, black, fen?}`` for a chess variant; ``{variant, first, second}`` for a board game
+        (``game`` may name either instead of ``variant``; ``white``/``black`` stand for ``first``/``second``)."""
         data = await _json(request)
+        name = _one_of(data, ("variant", "game"), "gardner")
         try:
-            v = get_variant(_field(data, "variant", "gardner"))
+            board = is_board_game(name)
+        except ValueError as exc:  # e.g. gomoku25
+            raise HTTPException(422, str(exc)) from None
+        if board:
+            if data.get("fen") is not None:
+                raise HTTPException(422, f"{name} starts from its own start position: 'fen' is for chess variants")
+            players = (_one_of(data, ("first", "white"), HUMAN), _one_of(data, ("second", "black"), HUMAN))
+            players, agents = await run_in_threadpool(self.make_agents, players, name)
+            game = await self.add(self.make_board_game(name, players, agents))
+            return JSONResponse(game.state(), status_code=201)
+        try:
+            v = get_variant(name)
             position = Position(v, _field(data, "fen", None, optional=True))
         except (ValueError, TypeError) as exc:  # unknown variant, bad FEN
-            raise HTTPException(422, str(exc)) from None
+            extra = f"; board games: {', '.join(BOARD_GAMES)}, gomoku<size>[k<length>]" if "unknown" in str(exc) else ""
+            raise HTTPException(422, f"{exc}{extra}") from None
         players = (_field(data, "white", HUMAN), _field(data, "black", HUMAN))
         players, agents = await run_in_threadpool(self.make_agents, players, v)
         game = await self.add(self.make_game(position, players, agents))
@@ -425,20 +704,16 @@ class PlayServer:
 
     async def move(self, request: Request) -> Response:
         game = self.game(request)
-        text = _field(await _json(request), "move", None)
-        _check_turn(game, human=True)
-        try:
-            game.push(parse_san(game.position, text))  # SAN or UCI
-        except ValueError as exc:  # illegal, ambiguous or not a move
-            raise HTTPException(422, str(exc)) from None
+        move = game.read_move(await _json(request))  # a bad field is named before the turn is checked
+        _check_turn(game, human=True).human_move(move)
         return JSONResponse(game.state())
 
     async def agent_move(self, request: Request) -> Response:
         game = _check_turn(self.game(request), human=False)
         game.busy = True
-        name = game.names[game.position.turn]
+        name = game.names[game.turn]
         try:
-            move = await self.run(game.choose, game.position.copy(), seconds=self.move_seconds, stops=(game.stop,))
+            move = await self.run(game.choose, game.snapshot(), seconds=self.move_seconds, stops=(game.stop,))
         except Stopped as exc:  # the game is unchanged
             if game.stop.is_set():
                 raise HTTPException(410, f"{name} {exc}") from None
@@ -455,13 +730,7 @@ class PlayServer:
     async def undo(self, request: Request) -> Response:
         game = self.game(request)
         await _json(request)
-        _idle(game)
-        if game.position.ply == 0:
-            raise HTTPException(409, "nothing to undo: no move has been played")
-        game.resigned = None
-        game.pop()
-        while HUMAN in game.players and game.position.ply and game.players[game.position.turn] != HUMAN:
-            game.pop()  # back to a person's turn
+        _idle(game).undo()
         return JSONResponse(game.state())
 
     async def resign(self, request: Request) -> Response:
@@ -473,17 +742,17 @@ class PlayServer:
         humans = [c for c, p in enumerate(game.players) if p == HUMAN]
         if not humans:
             raise HTTPException(409, "agents do not resign")
-        game.resigned = game.position.turn if len(humans) == 2 else humans[0]
+        game.resigned = game.turn if len(humans) == 2 else humans[0]
         return JSONResponse(game.state())
 
     async def pgn(self, request: Request) -> Response:
-        game = self.game(request)
+        game = _chess_only(self.game(request), "PGN")
         name = f"minichess-{game.position.variant.name}-{game.id}.pgn"
         return Response(game.pgn(), media_type="application/x-chess-pgn",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     async def analysis(self, request: Request) -> Response:
-        game = self.game(request)
+        game = _chess_only(self.game(request), "analysis")
         ply = request.query_params.get("ply", str(game.position.ply))
         # isascii: "²".isdigit() is true but int("²") fails; the length check keeps int() off 5,000 digits
         if not (ply.isascii() and ply.isdigit()) or len(ply) > 9 or int(ply) > game.position.ply:
@@ -517,22 +786,45 @@ class PlayServer:
         return JSONResponse(out)
 
 
-def _idle(game: WebGame) -> WebGame:
+def _idle(game: ServerGame) -> ServerGame:
     if game.busy:
         raise HTTPException(409, "an agent is thinking about its move in this game")
     return game
 
 
-def _check_turn(game: WebGame, human: bool) -> WebGame:
+def _check_turn(game: ServerGame, human: bool) -> ServerGame:
     result, termination = _idle(game).status()
     if termination:
         raise HTTPException(409, f"the game is over ({result}, {termination})")
-    mover, colour = game.players[game.position.turn], COLOR_NAMES[game.position.turn]
+    mover, colour = game.players[game.turn], game.seat_names[game.turn]
     if human and mover != HUMAN:
         raise HTTPException(409, f"it is {mover}'s move ({colour}), not a person's")
     if not human and mover == HUMAN:
         raise HTTPException(409, f"it is the person's move ({colour})")
     return game
+
+
+def _chess_only(game: ServerGame, what: str) -> WebGame:
+    if not isinstance(game, WebGame):
+        raise HTTPException(422, f"{what} is for chess variants only: this game is {game.game.name}, a board game")
+    return game
+
+
+@functools.cache
+def _board_form_plays(spec: str, game: str) -> bool:
+    """Does built-in form ``spec`` play board game ``game`` on this machine (its extra imports, its solver is
+    there)? Tried once per process: making the agent imports bitbully or OpenSpiel."""
+    try:
+        close_agents([from_spec(spec, game, allow_paths=False, limits=SERVER_LIMITS)])
+    except (ValueError, ImportError):
+        return False
+    return True
+
+
+@functools.cache
+def _board_games() -> list[dict]:
+    """:func:`board_game_info` of each of :data:`~agents.games.BOARD_GAMES` (the options' ``games``)."""
+    return [board_game_info(new_game(name)) for name in BOARD_GAMES]
 
 
 def _verdict(value: int, dtm: int | None) -> str:
@@ -572,6 +864,16 @@ def _decode(raw: bytearray) -> dict:
     if not isinstance(data, dict):
         raise HTTPException(400, f"expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def _one_of(data: dict, keys: tuple[str, str], default):
+    """:func:`_field` under either of two names (422 if they differ)."""
+    given = [key for key in keys if data.get(key) is not None]
+    values = {_field(data, key, None) for key in given}
+    if len(values) > 1:
+        raise HTTPException(422, f"fields {keys[0]!r} and {keys[1]!r} name the same thing, and they differ: "
+                                 "give one")
+    return values.pop() if values else default
 
 
 def _field(data: dict, key: str, default, optional: bool = False):

@@ -1,4 +1,6 @@
 // minichess: the board, the moves and the analysis, talking to the JSON API of agents/play/web.py.
+// A chess variant's game draws pieces on squares named like "e4"; a board game's (kind "board": Tic-Tac-Toe,
+// Connect Four, Gomoku, checkers) draws its grid of cells from the server's "cells", moves being actions.
 "use strict";
 
 const SQ = 100;  // board units per square
@@ -28,7 +30,7 @@ let options = null;   // /api/options
 let game = null;      // the game's state from the server
 let view = null;      // the ply shown; null: the current position
 let flipped = false;
-let selected = null;  // square of the piece picked up
+let selected = null;  // square of the piece picked up (a board game: its cell, "row,col")
 let drag = null;      // {from, el, moved}
 let autoplay = false;
 let busy = false;     // a request that changes the game is under way
@@ -54,6 +56,15 @@ async function init() {
   options = await api("GET", "/api/options");
   for (const v of options.variants) {
     $("variant").append(new Option(`${v.name} (${v.width}x${v.height})`, v.name));
+  }
+  if ((options.games || []).length) {
+    const group = document.createElement("optgroup");
+    group.label = "Board games";
+    for (const g of options.games) {
+      const size = `${g.columns}x${g.rows}`;
+      group.append(new Option(g.title.includes(size) ? g.title : `${g.title} (${size})`, g.name));
+    }
+    $("variant").append(group);
   }
   $("variant").value = "gardner";
   fillPlayers();
@@ -82,28 +93,48 @@ async function init() {
   render();
 }
 
+// A board game's entry in the options (null: a chess variant).
+function boardInfo(name) { return (options && (options.games || []).find((g) => g.name === name)) || null; }
+
+function isBoard() { return game !== null && game.kind === "board"; }
+
+// The keys of players and names in the game's state.
+function seats() { return isBoard() ? ["first", "second"] : ["white", "black"]; }
+
+function watchingAgents() { return seats().every((s) => game.players[s] !== options.human); }
+
 function fillPlayers() {
-  const variant = $("variant").value;
+  const variant = $("variant").value, board = boardInfo(variant);
+  $("white-label").textContent = board ? `First (${board.sides[0]})` : "White";
+  $("black-label").textContent = board ? `Second (${board.sides[1]})` : "Black";
+  $("fen").disabled = board !== null;
   for (const side of ["white", "black"]) {
     const select = $(side), old = select.value;
     select.innerHTML = "";
     select.append(new Option("you (human)", options.human));
     for (const a of options.agents) {
-      if (!a.variants || a.variants.includes(variant)) select.append(new Option(a.name, a.name));
+      const plays = board ? a.games === null || (a.games || []).includes(variant)
+        : !a.variants || a.variants.includes(variant);
+      if (plays) select.append(new Option(a.name, a.name));
     }
     select.value = [...select.options].some((o) => o.value === old) ? old : (side === "white" ? options.human : "random");
   }
 }
 
 async function newGame() {
-  const body = {variant: $("variant").value, white: $("white").value, black: $("black").value};
-  if ($("fen").value.trim()) body.fen = $("fen").value.trim();
+  const board = boardInfo($("variant").value);
+  const body = board ? {variant: board.name, first: $("white").value, second: $("black").value}
+    : {variant: $("variant").value, white: $("white").value, black: $("black").value};
+  if (!board && $("fen").value.trim()) body.fen = $("fen").value.trim();
   autoplay = false;
   try {
     const previous = game;
     setGame(await api("POST", "/api/games", body));
     forget(previous);
-    flipped = game.players.white !== options.human && game.players.black === options.human;
+    // checkers: the first player's men start at the top, so a person playing them sees the board turned
+    flipped = isBoard() ? game.game.checkered && game.players.first === options.human
+                          && game.players.second !== options.human
+      : game.players.white !== options.human && game.players.black === options.human;
     render();
     maybeAgent();
   } catch (err) { say(err.message); }
@@ -151,10 +182,14 @@ async function play(uci) {
   maybeAgent();
 }
 
+async function playAction(action) {  // a board game's move
+  await change("POST", "move", {action});
+  maybeAgent();
+}
+
 function maybeAgent() {
   if (!game || game.over) return;
-  const watching = game.players.white !== options.human && game.players.black !== options.human;
-  if (game.to_move !== options.human && (!watching || autoplay)) agentMove();
+  if (game.to_move !== options.human && (!watchingAgents() || autoplay)) agentMove();
 }
 
 async function agentMove() {
@@ -289,6 +324,7 @@ function render() {
   renderPanel();
   const svg = $("board");
   svg.innerHTML = "";
+  if (isBoard() || (!game && boardInfo($("variant").value))) { renderGrid(svg); return; }
   const start = game ? null : preview();
   if (!game && !start) {  // the options have not arrived yet
     svg.setAttribute("viewBox", "0 0 500 500");
@@ -349,17 +385,18 @@ function render() {
 function renderPanel() {
   const status = $("status");
   for (const id of ["first", "back", "forward", "last", "undo", "resign", "step", "auto", "flip"]) $(id).disabled = !game;
-  $("download").classList.toggle("disabled", !game);
+  $("download").classList.toggle("disabled", !game || isBoard());
   if (!game) { $("top-player").textContent = $("bottom-player").textContent = ""; $("moves").innerHTML = ""; return; }
-  const ply = shownPly();
-  const [top, bottom] = flipped ? ["white", "black"] : ["black", "white"];
+  const ply = shownPly(), board = isBoard();
+  const [top, bottom] = board ? (flipped ? ["second", "first"] : ["first", "second"])
+    : flipped ? ["white", "black"] : ["black", "white"];
   for (const [id, side] of [["top-player", top], ["bottom-player", bottom]]) {
     const person = game.players[side] === options.human && game.names[side] === options.human;
     const who = person ? "you" : game.names[side];
-    $(id).textContent = `${side === "white" ? "White" : "Black"}: ${who}`;
+    $(id).textContent = `${sideName(side)}: ${who}`;
     $(id).classList.toggle("to-move", !game.over && game.turn === side);
   }
-  const watching = game.players.white !== options.human && game.players.black !== options.human;
+  const watching = watchingAgents();
   $("watch").hidden = !watching;
   if (game.over) autoplay = false;
   $("auto").textContent = autoplay ? "Pause" : "Play";
@@ -369,9 +406,12 @@ function renderPanel() {
   $("undo").disabled = game.ply === 0 || busy;
   $("first").disabled = $("back").disabled = ply === 0;
   $("forward").disabled = $("last").disabled = view === null;
-  $("download").href = `/api/games/${game.id}/pgn`;
+  $("flip").disabled = board && !game.game.checkered;  // a grid game has one way up (Connect Four's gravity)
+  $("download").href = board ? "#" : `/api/games/${game.id}/pgn`;
   let text, state;
-  if (game.over) {
+  if (board) {
+    [text, state] = boardStatus(watching);
+  } else if (game.over) {
     const who = game.result === "1-0" ? "White wins" : game.result === "0-1" ? "Black wins" : "Draw";
     text = `${who} (${game.result}) by ${game.termination}.`; state = "over";
   } else if (game.busy) {
@@ -386,18 +426,33 @@ function renderPanel() {
   status.textContent = text;
   status.dataset.state = state;
   status.dataset.ply = game.ply;
+  status.dataset.game = game.id;
   const list = $("moves");
   list.innerHTML = "";
-  const startBlack = game.start_fen.split(" ")[1] === "b";
   let li = null;
-  game.history.forEach((entry, i) => {
-    const whiteMove = (i + (startBlack ? 1 : 0)) % 2 === 0;
-    if (whiteMove || !li) { li = document.createElement("li"); list.append(li); if (!whiteMove) li.append(span("…", null)); }
-    li.append(span(entry.san, i + 1));
-  });
+  if (board) {  // a line per round: the first player's turn, then the second's; a multi-jump's jumps together
+    game.history.forEach((entry, i) => {
+      const goesOn = i > 0 && game.history[i - 1].player === entry.player;
+      if (!li || (!goesOn && entry.player === 0)) {
+        li = document.createElement("li"); list.append(li);
+        if (entry.player !== 0) li.append(span("…", null));
+      }
+      const s = li.appendChild(span(entry.name, i + 1));
+      if (goesOn) s.classList.add("more");
+    });
+  } else {
+    const startBlack = game.start_fen.split(" ")[1] === "b";
+    game.history.forEach((entry, i) => {
+      const whiteMove = (i + (startBlack ? 1 : 0)) % 2 === 0;
+      if (whiteMove || !li) { li = document.createElement("li"); list.append(li); if (!whiteMove) li.append(span("…", null)); }
+      li.append(span(entry.san, i + 1));
+    });
+  }
   const current = list.querySelector("span.current");
   if (current) list.scrollTop = Math.max(0, current.offsetTop - list.clientHeight / 2);
-  if ($("analyse").checked) requestAnalysis(ply); else $("analysis").innerHTML = "";
+  if (!$("analyse").checked) $("analysis").innerHTML = "";
+  else if (board) $("analysis").textContent = "No analysis for board games: it is for chess variants.";
+  else requestAnalysis(ply);
 
   function span(text, target) {
     const s = document.createElement("span");
@@ -409,6 +464,27 @@ function renderPanel() {
     }
     return s;
   }
+}
+
+// "White", or a board game's seat with what its pieces are called: "X (first)", "Black (first)".
+function sideName(side) {
+  if (!isBoard()) return side === "white" ? "White" : "Black";
+  return `${game.game.sides[side === "first" ? 0 : 1]} (${side})`;
+}
+
+function boardStatus(watching) {
+  if (game.over) {
+    if (game.winner === null) return [`Draw (${game.result}).`, "over"];
+    const how = game.termination === "resignation" ? " by resignation" : "";
+    return [`${sideName(seats()[game.winner])} wins (${game.result})${how}.`, "over"];
+  }
+  if (game.busy) return [`${game.names[game.turn]} is thinking…`, "thinking"];
+  if (game.to_move === options.human) {
+    const last = game.history[game.history.length - 1];
+    const jumping = last && last.player === game.to_play;  // checkers: the same piece jumps again
+    return [`${sideName(game.turn)} to move: your move${jumping ? " (the jump goes on)" : ""}.`, "your-move"];
+  }
+  return [`${game.names[game.turn]} to move${watching ? ": press Step or Play." : "."}`, "agent"];
 }
 
 async function requestAnalysis(ply) {
@@ -463,6 +539,7 @@ async function requestAnalysis(ply) {
 
 function pointerDown(event) {
   if (!game) return;
+  if (isBoard()) { boardClick(event); return; }
   const square = squareAt(event);
   if (!square) return;
   if (selected && selected !== square && tryMove(selected, square)) { selected = null; return; }
@@ -498,6 +575,136 @@ function pointerUp(event) {
   const square = squareAt(event);
   if (square && square !== from && tryMove(from, square)) { selected = null; return; }
   render();
+}
+
+// -- board games: a grid of cells, moves by clicking ----------------------------------
+
+const cellKey = (cell) => (cell ? `${cell[0]},${cell[1]}` : null);
+
+// How a board game looks: checkers' men and kings on dark squares, Connect Four's discs, Tic-Tac-Toe's
+// crosses and noughts, Gomoku's stones (the default for a grid game).
+function boardStyle(info) {
+  return info.checkered ? "checkers" : info.drop ? "discs" : info.name === "tictactoe" ? "marks" : "stones";
+}
+
+function cellsAt(ply) { return ply === 0 ? game.start_cells : game.history[ply - 1].cells; }
+
+function cellXY(row, col, info) {
+  return flipped ? [(info.columns - 1 - col) * SQ, (info.rows - 1 - row) * SQ] : [col * SQ, row * SQ];
+}
+
+function cellAt(event) {
+  const svg = $("board"), point = svg.createSVGPoint();
+  point.x = event.clientX; point.y = event.clientY;
+  const p = point.matrixTransform(svg.getScreenCTM().inverse());
+  const {rows, columns} = game.game;
+  let col = Math.floor(p.x / SQ), row = Math.floor(p.y / SQ);
+  if (col < 0 || row < 0 || col >= columns || row >= rows) return null;
+  if (flipped) { col = columns - 1 - col; row = rows - 1 - row; }
+  return [row, col];
+}
+
+// Grid games: a click on a free cell (Connect Four: anywhere in the column) plays there. Checkers: click a
+// piece, then where it goes; a jump that goes on keeps its piece picked up for the next click.
+function boardClick(event) {
+  const cell = cellAt(event);
+  if (!cell || !canMove()) return;
+  const key = cellKey(cell), legal = game.legal;
+  if (legal.every((m) => m.from === null)) {
+    let move = legal.find((m) => cellKey(m.to) === key);
+    if (!move && game.game.drop) move = legal.find((m) => m.to[1] === cell[1]);
+    if (move) playAction(move.action);
+    return;
+  }
+  const move = selected !== null && legal.find((m) => cellKey(m.from) === selected && cellKey(m.to) === key);
+  if (move) { selected = null; playAction(move.action); return; }
+  selected = legal.some((m) => cellKey(m.from) === key) ? key : null;
+  render();
+}
+
+function renderGrid(svg) {
+  const info = game ? game.game : boardInfo($("variant").value);
+  const labels = game ? game.labels : info.labels;
+  const style = boardStyle(info), {rows, columns} = info;
+  const width = columns * SQ, height = rows * SQ;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const ply = game ? shownPly() : 0;
+  const cells = game ? cellsAt(ply) : info.cells;
+  const last = game && ply > 0 ? game.history[ply - 1] : null;
+  const marked = new Set(last ? [cellKey(last.from), cellKey(last.to)] : []);
+  if (game && selected === null && canMove()) {  // only one piece can move (a jump goes on): picked up for you
+    const froms = new Set(game.legal.filter((m) => m.from).map((m) => cellKey(m.from)));
+    if (froms.size === 1) selected = [...froms][0];
+  }
+  const dests = game && selected !== null
+    ? game.legal.filter((m) => cellKey(m.from) === selected).map((m) => cellKey(m.to)) : [];
+  const none = {"pointer-events": "none"};
+  const line = (d, stroke, strokeWidth) => el("path", {d, stroke, "stroke-width": strokeWidth, ...none}, svg);
+  if (style !== "checkers") {
+    el("rect", {width, height, fill: {marks: "#fbfaf6", discs: "#2f5fb3", stones: "#dcb35c"}[style]}, svg);
+  }
+  for (let row = 0; row < rows; row++) {
+    for (let col = 0; col < columns; col++) {
+      const [x, y] = cellXY(row, col, info), key = `${row},${col}`;
+      const dark = (row + col) % 2 === 1;
+      el("rect", {x, y, width: SQ, height: SQ, class: "cell", "data-cell": key,
+                  fill: style === "checkers" ? (dark ? "#b58863" : "#f0d9b5") : "transparent"}, svg);
+      if (style === "discs") el("circle", {cx: x + 50, cy: y + 50, r: 40, fill: "#f6f4ef", ...none}, svg);
+      if (marked.has(key)) {
+        el("rect", {x, y, width: SQ, height: SQ, fill: "rgba(205, 210, 60, 0.5)", ...none}, svg);
+      }
+      if (key === selected) el("rect", {x, y, width: SQ, height: SQ, fill: "rgba(20, 110, 190, 0.45)", ...none}, svg);
+      if (labels && labels[row][col]) {
+        el("text", {x: x + 5, y: y + 19, "font-size": 16, fill: "#f0d9b5", "font-family": "sans-serif", ...none},
+           svg).textContent = labels[row][col];
+      }
+    }
+  }
+  if (style === "stones") {  // the lines through the cells' centres
+    for (let i = 0; i < rows; i++) line(`M50 ${i * SQ + 50}H${width - 50}`, "#5a4326", 3);
+    for (let i = 0; i < columns; i++) line(`M${i * SQ + 50} 50V${height - 50}`, "#5a4326", 3);
+  } else if (style === "marks") {  // the lines between the cells
+    for (let i = 1; i < rows; i++) line(`M8 ${i * SQ}H${width - 8}`, "#333", 5);
+    for (let i = 1; i < columns; i++) line(`M${i * SQ} 8V${height - 8}`, "#333", 5);
+  }
+  cells.forEach((cellsOfRow, row) => cellsOfRow.forEach((letter, col) => {
+    if (!letter) return;
+    const [x, y] = cellXY(row, col, info);
+    boardPiece(letter, x, y, style, svg).setAttribute("data-cell", `${row},${col}`);
+  }));
+  for (const key of dests) {
+    const [row, col] = key.split(",").map(Number);
+    const [x, y] = cellXY(row, col, info);
+    el("circle", {cx: x + 50, cy: y + 50, r: 15, fill: "rgba(20, 90, 40, 0.7)", class: "dest", "data-cell": key,
+                  ...none}, svg);
+  }
+}
+
+function boardPiece(letter, x, y, style, svg) {
+  const g = el("g", {class: "piece", "data-piece": letter, "pointer-events": "none"}, svg);
+  const cx = x + 50, cy = y + 50;
+  if (style === "marks" && letter === "X") {
+    el("path", {d: `M${x + 24} ${y + 24}L${x + 76} ${y + 76}M${x + 76} ${y + 24}L${x + 24} ${y + 76}`,
+                stroke: "#1f4e9c", "stroke-width": 11, "stroke-linecap": "round", fill: "none"}, g);
+  } else if (style === "marks") {
+    el("circle", {cx, cy, r: 28, fill: "none", stroke: "#b3261e", "stroke-width": 11}, g);
+  } else if (style === "discs") {
+    el("circle", {cx, cy, r: 40, fill: letter === "X" ? "#d7263d" : "#f5c518", stroke: "rgba(0, 0, 0, 0.3)",
+                  "stroke-width": 3}, g);
+  } else if (style === "stones") {
+    el("circle", {cx, cy, r: 43, fill: letter === "X" ? "#1e1e1e" : "#fbfbf8", stroke: "#111", "stroke-width": 2.5}, g);
+  } else {  // checkers: "b"/"B" the first player's man/king, "w"/"W" the second's
+    const first = letter.toLowerCase() === "b";
+    el("circle", {cx, cy, r: 38, fill: first ? "#2a2a2a" : "#fbfbf8", stroke: first ? "#0d0d0d" : "#1e1e1e",
+                  "stroke-width": 3.2}, g);
+    el("circle", {cx, cy, r: 27, fill: "none", stroke: first ? "#666" : "#bbb", "stroke-width": 2.5}, g);
+    if (letter !== letter.toLowerCase()) {  // a king: a crown
+      el("path", {d: `M${cx - 17} ${cy + 10}L${cx - 19} ${cy - 10}L${cx - 8} ${cy}L${cx} ${cy - 15}L${cx + 8} ${cy}`
+                     + `L${cx + 19} ${cy - 10}L${cx + 17} ${cy + 10}Z`, fill: "#d4a017", stroke: "#7a5a00",
+                  "stroke-width": 2}, g);
+    }
+  }
+  return g;
 }
 
 init().catch((err) => say(`cannot reach the server: ${err.message}`));

@@ -1,0 +1,221 @@
+"""The zoo's entries: train one with its recorded command, rate it, install it with its card (``agents.zoo``).
+
+    python experiments/zoo.py --entry tictactoe-alphazero          # train from scratch, rate, install (~5 min)
+    python experiments/zoo.py --entry checkers-alphazero --resume  # continue an interrupted training run
+    python experiments/zoo.py --entry 3x3-alphazero --rate-only    # rate the installed entry again
+    python experiments/zoo.py --docs                               # docs/zoo.md from the cards
+
+Each entry is trained by the command in :data:`ENTRIES` (an experiment at its defaults and seed, writing
+``runs/zoo/<entry>/``, or ``--run DIR`` for a finished run of that same command), its saved agent copied into
+``agents/zoo/entries/<entry>/`` with checksums, and rated there on the final weights by :data:`RATINGS` (the
+game's exact judge, or matches against its judges, with 95% Wilson intervals); the card records the command,
+the training time and machine, and each measure with its date.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime
+import os
+import subprocess
+import sys
+import time
+
+from agents.runs import command_line, machine, machine_text  # first: the OpenMP setting, before torch
+
+import torch
+
+from agents import zoo
+from agents.arena import play_match
+from agents.arena.evaluation import score_moves
+from agents.arena.ratings import wilson_interval
+from agents.players.random_agent import RandomAgent
+from minichess_envs.players import choose_actions
+
+
+@dataclasses.dataclass
+class Options:
+    """Train, rate and install a zoo entry, or write docs/zoo.md."""
+
+    entry: str | None = None  # the entry: one of ENTRIES
+    resume: bool = False  # continue an interrupted training run
+    run: str | None = None  # a finished run of the entry's command to install instead of training (its directory)
+    rate_only: bool = False  # rate the installed entry again and update its card
+    docs: bool = False  # write docs/zoo.md from the cards
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """How an entry is made: ``command`` (an experiment and its flags; ``--out`` is added), what it is."""
+
+    game: str
+    algorithm: str
+    command: tuple[str, ...]
+    seed: int = 0
+    casual: dict = dataclasses.field(default_factory=dict)  # load settings of the faster setting
+    notes: str = ""
+
+
+ENTRIES = {
+    "tictactoe-alphazero": Entry("tictactoe", "AlphaZero", ("experiments/alphazero_tictactoe.py",),
+                                 casual={"simulations": 0}),
+    "3x3-alphazero": Entry("3x3", "AlphaZero", ("experiments/alphazero_3x3.py", "--workers", "2"),
+                           casual={"simulations": 0}),
+    "checkers-alphazero": Entry("checkers", "AlphaZero", ("experiments/alphazero_checkers.py",),
+                                casual={"simulations": 16}),
+}
+
+
+def value_preserving(label: str, agent, positions, move_values, what: str) -> dict:
+    """The share of ``positions`` where ``agent``'s move keeps the exact value, with its interval."""
+    rates = score_moves(positions, choose_actions(agent, positions, batch=1024), move_values)
+    n, share = rates["positions"], rates["value_preserving"]
+    low, high = wilson_interval(share * n, n)
+    return dict(player=label, measure=f"value-preserving moves, {what}", score=share, low=low, high=high, count=n,
+                unit="positions")
+
+
+def match(label: str, agent, opponent, game: str, games: int, seats: str, seed: int = 0) -> dict:
+    """``agent``'s score against ``opponent`` in ``games`` games moving ``seats``, with its interval."""
+    t = play_match(agent, opponent, game, games, seed, seats=seats, names=(label, opponent.name)).tally()
+    return dict(player=label, measure=f"score against {opponent.name}, moving {seats}", score=t.score,
+                low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
+
+
+def rate_tictactoe(name: str, casual: bool) -> list[dict]:
+    from agents.games.tictactoe import solve_tictactoe
+
+    table = solve_tictactoe()
+    positions = table.non_terminal()
+    values = [table.move_values(g) for g in positions]
+    return [value_preserving(label, zoo.load(name, casual=c), positions, values, "every position (exhaustive minimax)")
+            for label, c in settings(name, casual)]
+
+
+def rate_3x3(name: str, casual: bool) -> list[dict]:
+    from minichess_envs.tablebase import Tablebase, score_agent
+
+    tablebase = Tablebase.load("3x3")
+    out = []
+    for label, c in settings(name, casual):
+        agent = zoo.load(name, casual=c)
+        rates = score_agent(agent, tablebase, encoding=agent.encoding).rates()
+        n = rates["positions"]
+        for key, what in (("value_preserving", "value-preserving moves"), ("dtm_optimal", "DTM-optimal moves")):
+            low, high = wilson_interval(rates[key] * n, n)
+            out.append(dict(player=label, measure=f"{what}, every position (tablebase)", score=rates[key], low=low,
+                            high=high, count=n, unit="positions"))
+    return out
+
+
+def rate_checkers(name: str, casual: bool) -> list[dict]:
+    from agents.games.checkers import CheckersAlphaBeta
+
+    out = []
+    for label, c in settings(name, casual):
+        agent = zoo.load(name, casual=c)
+        for opponent, games in ((RandomAgent(1), 30), (CheckersAlphaBeta(4, seed=2), 20)):
+            out += [match(label, agent, opponent, "checkers", games, seats) for seats in ("first", "second")]
+    return out
+
+
+RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "checkers": rate_checkers}
+
+
+def speed(name: str, casual: bool, positions: int = 20) -> dict:
+    """Median seconds to load the entry and to choose a move at each setting, on positions after random plies."""
+    import numpy as np
+
+    from agents.games import new_game
+
+    times = {}
+    for _, c in settings(name, casual):
+        key = "casual" if c else "rated"
+        loads = []
+        for _ in range(5):
+            t = time.perf_counter()
+            agent = zoo.load(name, casual=c)
+            loads.append(time.perf_counter() - t)
+        rng = np.random.default_rng(0)
+        games = [new_game(ENTRIES[name].game).random_start(rng, 6) for _ in range(positions)]
+        moves = []
+        for game in games:
+            t = time.perf_counter()
+            choose_actions(agent, [game])
+            moves.append(time.perf_counter() - t)
+        times[f"load_{key}"], times[f"move_{key}"] = float(np.median(loads)), float(np.median(moves))
+    return times
+
+
+def settings(name: str, casual: bool) -> list[tuple[str, bool]]:
+    """The settings rated, labelled by how they play: the entry's own, and its casual one where it has one."""
+    out = []
+    for c in [False] + ([True] if casual else []):
+        simulations = getattr(zoo.load(name, casual=c), "simulations", None)
+        how = "" if simulations is None else " (raw policy)" if simulations == 0 else f" (MCTS {simulations})"
+        out.append((f"{'casual' if c else 'rated'} setting{how}", c))
+    return out
+
+
+def train_entry(name: str, entry: Entry, args: Options) -> str:
+    """The run directory of the entry's command, trained here unless ``--run`` names a finished one."""
+    if args.run is not None:
+        if not os.path.isfile(os.path.join(args.run, "agent", "agent.json")):
+            raise SystemExit(f"error: --run {args.run}: no finished run there (no agent/agent.json)")
+        return args.run
+    out = os.path.join("runs", "zoo", name)
+    command = [sys.executable, *entry.command, "--out", out] + (["--resume"] if args.resume else [])
+    print("training:", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+    return out
+
+
+def training_minutes(run: str) -> float:
+    """Self-play and learning time of a run, from its metrics (the last row's ``training_s``)."""
+    with open(os.path.join(run, "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    return round(float(rows[-1]["training_s"]) / 60, 1)
+
+
+def network_text(agent) -> str:
+    c, parameters = agent.net.config, sum(p.numel() for p in agent.net.parameters())
+    return f"residual network, {c.blocks} blocks of {c.channels} channels ({parameters:,} parameters)"
+
+
+def main(argv=None) -> int:
+    args = command_line(Options(), {}, argv)
+    if args.docs:
+        with open("docs/zoo.md", "w") as f:
+            f.write(zoo.markdown())
+        print("wrote docs/zoo.md")
+        return 0
+    if args.entry not in ENTRIES:
+        raise SystemExit(f"error: --entry must be one of {', '.join(ENTRIES)}, not {args.entry!r}")
+    name, entry = args.entry, ENTRIES[args.entry]
+    torch.set_num_threads(1)  # rated as played: one core
+    if args.rate_only:
+        card = zoo.card(name)
+    else:
+        run = train_entry(name, entry, args)
+        started = machine()
+        card = zoo.Card(name=name, game=entry.game, algorithm=entry.algorithm, network="", seed=entry.seed,
+                        command="python " + " ".join(entry.command), casual=entry.casual, notes=entry.notes,
+                        training={"minutes": training_minutes(run), "machine": f"{started['cpu']}, "
+                                  f"{started['cores']} cores", "date": datetime.date.today().isoformat()},
+                        strength=[])
+        zoo.install(name, os.path.join(run, "agent"), card)
+        card = dataclasses.replace(card, network=network_text(zoo.load(name)))
+    print(f"rating {name} ...", flush=True)
+    started = machine()
+    strength = [{**s, "date": datetime.date.today().isoformat()} for s in RATINGS[entry.game](name, bool(card.casual))]
+    card = dataclasses.replace(card, strength=strength, speed=speed(name, bool(card.casual)))
+    directory = zoo.entry_dir(name)
+    zoo.install(name, directory, card)
+    print(zoo.describe(name))
+    print(f"rated: {machine_text(started)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The zoo: shipped entries load, play and are described; a corrupt, foreign or unknown entry is refused by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch", reason="zoo entries are networks (the agents extra)")
+
+import agents  # noqa: E402
+from agents import zoo  # noqa: E402
+from agents.arena import play_match  # noqa: E402
+from agents.players.random_agent import RandomAgent  # noqa: E402
+from agents.spec import from_spec  # noqa: E402
+
+SHIPPED = zoo.names()
+MAX_ZOO_BYTES = 15 * 2**20  # the issue's bound on the zoo's size in the package
+
+
+def test_the_shipped_zoo_is_small_and_every_file_is_checksummed():
+    assert SHIPPED, "the package ships no zoo entry"
+    total = 0
+    for name in SHIPPED:
+        directory = zoo.entry_dir(name)
+        files = set(os.listdir(directory))
+        assert files == {"agent.json", "weights.pt", "card.json", "SHA256SUMS"}, (name, files)
+        sums = open(os.path.join(directory, "SHA256SUMS")).read()
+        assert all(f"  {f}\n" in sums for f in files - {"SHA256SUMS"}), name
+        total += sum(os.path.getsize(os.path.join(directory, f)) for f in files)
+    assert total <= MAX_ZOO_BYTES
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_entry_plays_a_game_and_its_card_says_what_it_is(name):
+    card = zoo.card(name)
+    assert card.name == name and card.command.startswith("python experiments/") and card.strength
+    agent = agents.load(f"zoo:{name}")
+    assert agent.name == f"zoo:{name}" and (getattr(agent, "game", None) or agent.variant.name) == card.game
+    assert from_spec(f"ZOO:{name}", card.game).name == f"zoo:{name}"
+    for setting in ([False, True] if card.casual else [False]):
+        player = zoo.load(name, casual=setting)
+        match = play_match(player, RandomAgent(0), card.game, 2, names=("zoo", "random"))
+        assert match.tally().games == 2
+    text = zoo.describe(name)
+    assert card.game in text and card.command in text and f"## {name}" in zoo.markdown()
+
+
+def test_the_docs_page_is_the_cards():
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "zoo.md")) as f:
+        assert f.read() == zoo.markdown(), "docs/zoo.md is stale: python experiments/zoo.py --docs"
+
+
+@pytest.fixture
+def scratch_zoo(tmp_path, monkeypatch):
+    """A zoo of one shipped entry copied to ``tmp_path`` (so that it can be damaged)."""
+    name = SHIPPED[0]
+    shutil.copytree(zoo.entry_dir(name), tmp_path / name)
+    monkeypatch.setattr(zoo, "ENTRIES", str(tmp_path))
+    return name, tmp_path / name
+
+
+def test_a_changed_file_is_refused_naming_it(scratch_zoo):
+    name, directory = scratch_zoo
+    with open(directory / "weights.pt", "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(ValueError, match="weights.pt is corrupt"):
+        zoo.load(name)
+
+
+def test_a_card_with_a_foreign_field_or_a_bad_type_is_refused(scratch_zoo):
+    from minichess_envs.checksums import write_checksums
+
+    name, directory = scratch_zoo
+    data = json.loads((directory / "card.json").read_text())
+    for bad, message in (({**data, "code": "import os"}, "unknown fields"), ({**data, "seed": "0"}, "'seed' must be"),
+                         ({k: v for k, v in data.items() if k != "game"}, "no 'game' field")):
+        (directory / "card.json").write_text(json.dumps(bad))
+        write_checksums(str(directory), ["card.json"])
+        with pytest.raises(ValueError, match=message):
+            zoo.card(name)
+
+
+def test_unknown_names_and_settings_are_refused():
+    for spec, message in (("zoo:no-such-agent", "no zoo entry 'no-such-agent'; the zoo has"),
+                          ("zoo:../../etc", "no zoo entry"), (f"zoo:{SHIPPED[0]}:fast", "setting is 'casual'")):
+        with pytest.raises(ValueError, match=message):
+            agents.load(spec)
+
+
+def test_an_entry_of_another_game_is_refused_by_spec():
+    name = SHIPPED[0]
+    other = "checkers" if zoo.card(name).game != "checkers" else "tictactoe"
+    with pytest.raises(ValueError, match=f"plays '{zoo.card(name).game}', not '{other}'"):
+        from_spec(f"zoo:{name}", other)
+
+
+def test_install_writes_checksums_and_the_card(tmp_path, monkeypatch):
+    name = SHIPPED[0]
+    source, card = zoo.entry_dir(name), dataclasses.replace(zoo.card(name), name="copy", notes="a copy")
+    monkeypatch.setattr(zoo, "ENTRIES", str(tmp_path / "entries"))
+    zoo.install("copy", source, card)
+    assert zoo.names() == ["copy"] and zoo.card("copy").notes == "a copy"
+    assert zoo.load("copy").name == "zoo:copy"
+
+
+def test_the_command_line_lists_and_describes():
+    listed = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "zoo", "list"], capture_output=True, text=True)
+    assert listed.returncode == 0 and all(name in listed.stdout for name in SHIPPED)
+    described = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "zoo", "describe", SHIPPED[0]],
+                               capture_output=True, text=True)
+    assert described.returncode == 0 and zoo.card(SHIPPED[0]).command in described.stdout
+    bad = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "zoo", "describe", "nope"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "no zoo entry 'nope'" in bad.stderr and "Traceback" not in bad.stderr
