@@ -62,6 +62,8 @@ ENTRIES = {
                                  casual={"simulations": 0}),
     "3x3-alphazero": Entry("3x3", "AlphaZero", ("experiments/alphazero_3x3.py", "--workers", "2"),
                            casual={"simulations": 0}),
+    "connect4-alphazero": Entry("connect_four", "AlphaZero", ("experiments/alphazero_connect4.py",),
+                                casual={"simulations": 64}),
     "checkers-alphazero": Entry("checkers", "AlphaZero", ("experiments/alphazero_checkers.py",),
                                 casual={"simulations": 16}),
 }
@@ -120,7 +122,21 @@ def rate_checkers(name: str, casual: bool) -> list[dict]:
     return out
 
 
-RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "checkers": rate_checkers}
+def rate_connect_four(name: str, casual: bool) -> list[dict]:
+    from agents.games.connect_four import ConnectFourSolver, judged_sample
+
+    positions, values = judged_sample(500, 0)  # the sample experiments/alphazero_connect4.py judges (seed 0)
+    out = []
+    for label, c in settings(name, casual):
+        agent = zoo.load(name, casual=c)
+        out.append(value_preserving(label, agent, positions, values, "500 solver-judged positions (bitbully)"))
+        if not c:  # the solver wins every game it can: moving first, the agent can at best win too
+            out.append(match(label, agent, ConnectFourSolver(seed=3), "connect_four", 10, "first"))
+    return out
+
+
+RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,
+           "checkers": rate_checkers}
 
 
 def speed(name: str, casual: bool, positions: int = 20) -> dict:

@@ -130,3 +130,20 @@ def test_the_command_line_lists_and_describes():
     bad = subprocess.run([sys.executable, "-m", "minichess_envs.cli", "zoo", "describe", "nope"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "no zoo entry 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_web_app_offers_every_entry_and_plays_one(torch):
+    pytest.importorskip("starlette", reason="the web app needs the [play] extra")
+    from starlette.testclient import TestClient
+
+    from agents.play.web import PlayServer
+
+    c = TestClient(PlayServer(None).app)
+    offered = {a["name"]: a for a in c.get("/api/options").json()["agents"]}
+    for name in SHIPPED:
+        card = zoo.card(name)
+        assert card.game in (offered[f"zoo:{name}"]["games"] or []) + (offered[f"zoo:{name}"]["variants"] or [])
+        assert (f"zoo:{name}:casual" in offered) == bool(card.casual)
+    name = next(n for n in SHIPPED if zoo.card(n).game == "tictactoe")
+    r = c.post("/api/games", json={"variant": "tictactoe", "first": f"zoo:{name}", "second": "human"})
+    assert r.status_code == 201, r.text

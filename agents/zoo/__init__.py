@@ -196,7 +196,8 @@ def install(name: str, agent_path: str, entry: Card) -> str:
     os.makedirs(tmp)
     files = [f for f in (MANIFEST, "weights.pt") if os.path.exists(os.path.join(agent_path, f))]
     for f in files:
-        verify_checksum(agent_path, f, required=f != MANIFEST)
+        if f != MANIFEST:  # a manifest is JSON, checked when it is read; saved agents record no checksum of it
+            verify_checksum(agent_path, f)
         shutil.copyfile(os.path.join(agent_path, f), os.path.join(tmp, f))
     with open(os.path.join(tmp, CARD), "w", encoding="utf-8") as f:
         json.dump(dataclasses.asdict(entry), f, indent=2)
