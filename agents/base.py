@@ -254,12 +254,8 @@ def load(path: str) -> Agent:
     """Load any saved agent (a directory with ``agent.json``, or the manifest itself). Only registered agent types are
     built (:data:`AGENT_TYPES`) and they read data only (JSON settings, tensors), so loading a stranger's agent runs
     none of its code. Any problem is a ``ValueError`` naming the file, except a missing optional dependency
-    (:class:`~minichess_envs.extras.MissingExtraError`, naming the extra). ``"zoo:NAME"`` loads a zoo entry
-    (:mod:`agents.zoo`)."""
-    if isinstance(path, str) and path.startswith("zoo:"):
-        from agents import zoo  # the zoo loads through this function: imported on use
-
-        return zoo.load_spec(path)
+    (:class:`~minichess_envs.extras.MissingExtraError`, naming the extra). ``agents.load`` also takes
+    ``"zoo:NAME"`` (:mod:`agents.zoo`)."""
     manifest = read_manifest(path)
     purpose = f"loading the saved agent in {manifest_file(path)}"
     try:
