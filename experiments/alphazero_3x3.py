@@ -82,7 +82,8 @@ def main(argv=None) -> int:
     agent_path = write_agent(args.out, state, simulations=args.simulations)
     raw = AlphaZeroAgent.from_checkpoint(state, simulations=0, name="raw policy")
     searching = AlphaZeroAgent.from_checkpoint(state, simulations=args.simulations, name=f"MCTS {args.simulations}")
-    players = {"raw policy": (raw, raw.value), f"MCTS {args.simulations}": (searching, None),
+    players = {"raw policy": (raw, lambda positions: raw.policy_value(positions)[1]),
+               f"MCTS {args.simulations}": (searching, None),
                "baseline: random": (RandomAgent(args.seed), None), "baseline: greedy": (GreedyAgent(args.seed), None)}
     scores = {}
     for label, (agent, value_fn) in players.items():

@@ -198,3 +198,19 @@ def test_a_tiny_ppo_checkers_run_is_judged_by_alpha_beta(tmp_path):
     assert all(int(m["games"]) == (10 if m["opponent"] == "random" else 2) for m in matches)
     assert not (out / "scores.csv").exists()  # no solver for checkers: matches only
     assert agents.load(str(out / "agent")).game == "checkers"
+
+
+def test_a_tiny_3x3_run_scores_every_position_and_saves_its_agent(tmp_path):
+    # the README's main job, end to end: training, the tablebase judging every position, the saved agent
+    pytest.importorskip("torch", reason="the experiment needs the agents extra (pip install -e '.[agents]')")
+    import csv
+
+    import agents
+
+    out = tmp_path / "3x3"
+    done = run(["experiments/alphazero_3x3.py", "--preset", "quick", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2]
+    assert all(0 <= float(r["score_policy_value_preserving"]) <= 1 for r in rows)
+    assert agents.load(str(out / "agent")).simulations == 8 and (out / "report.md").stat().st_size > 0
