@@ -100,7 +100,31 @@ def loss(colour: int) -> str:
     return "0-1" if colour == WHITE else "1-0"
 
 
-class TerminalGame:
+class Console:
+    """A person at ``stdin`` and ``stdout``: what a terminal game says, and the lines it reads."""
+
+    stdin: TextIO
+    stdout: TextIO
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.stdout, flush=True)
+
+    def read(self, prompt: str) -> str | None:
+        """One line of input (``None`` at its end)."""
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            self.say()
+            return None
+        if not self.stdin.isatty():
+            # echo piped input, so a transcript reads like a session ("?" for bytes that were not text: any
+            # terminal can show it)
+            self.say(line.rstrip("\n").replace("\ufffd", "?"))
+        return line
+
+
+class TerminalGame(Console):
     """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of
     the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds)."""
 
@@ -133,9 +157,6 @@ class TerminalGame:
         self.termination = None
         if hasattr(agent, "reset"):
             agent.reset(seed)
-
-    def say(self, text: str = "") -> None:
-        print(text, file=self.stdout, flush=True)
 
     def show(self) -> None:
         self.shown = self.position.ply
@@ -230,20 +251,6 @@ class TerminalGame:
                 return self.say(f"? {exc}")
             self.play(move, self._turn_started[1])
 
-    def read(self, prompt: str) -> str | None:
-        """One line of input (``None`` at its end)."""
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
-        if not line:
-            self.say()
-            return None
-        if not self.stdin.isatty():
-            # echo piped input, so a transcript reads like a session ("?" for bytes that were not text: any
-            # terminal can show it)
-            self.say(line.rstrip("\n").replace("\ufffd", "?"))
-        return line
-
     def undo(self) -> None:
         """Take back the person's last move and the agent's reply to it."""
         stack = self.position.move_stack
@@ -291,7 +298,7 @@ def board_game_text(game) -> str:
     return "\n".join(lines)
 
 
-class BoardGameTerminal:
+class BoardGameTerminal(Console):
     """One game of board game ``name`` (``agents.games.new_game``) between a person (reading ``stdin``, moving
     ``human``: 0 first, 1 second) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of the agent whose
     move ``hint`` suggests (default: the game's exact solver or alpha-beta depth 2)."""
@@ -311,9 +318,6 @@ class BoardGameTerminal:
         self.result, self.termination = "*", None
         if hasattr(agent, "reset"):
             agent.reset(seed)
-
-    def say(self, text: str = "") -> None:
-        print(text, file=self.stdout, flush=True)
 
     def show(self) -> None:
         self.say()
@@ -388,18 +392,6 @@ class BoardGameTerminal:
             self.play(action)
             if self.game.to_play() == self.human and not self.game.is_over():  # a jump goes on: show where
                 self.show()
-
-    def read(self, prompt: str) -> str | None:
-        """One line of input (``None`` at its end), echoed when piped."""
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
-        if not line:
-            self.say()
-            return None
-        if not self.stdin.isatty():
-            self.say(line.rstrip("\n").replace("\ufffd", "?"))
-        return line
 
     def undo(self) -> None:
         """Take back the person's last move (a whole multi-jump) and the agent's replies after it."""
