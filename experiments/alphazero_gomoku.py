@@ -61,6 +61,7 @@ class Options:
     bot_games: Hidden[int] = 10  # games per colour against OpenSpiel's MCTS bot
     bot_simulations: Hidden[int] = 1000
     sample: Hidden[int] = 500  # solver-judged positions (a solved board)
+    opening_plies: Hidden[int] = 2  # the study's games open with this many random plies (else every game is one)
 
 
 PRESETS = {
@@ -116,15 +117,17 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     scores, matches = {}, []
 
-    def match(a, b, games, label_a, label_b, seats):
+    def match(a, b, games, label_a, label_b, seats, opening_plies=0):
         with Progress(games, f"{label_a} vs {label_b}, moving {seats}", unit="game") as bar:
             matches.append(play_match(a, b, args.board, games, seed=args.seed, seats=seats, names=(label_a, label_b),
+                                      opening_plies=opening_plies,
                                       progress=lambda record, done, total: bar.update(done)))
 
     if args.study:
         for a, b in ((1, 2), (1, 3), (2, 3)):
             for seats in ("first", "second"):
-                match(agents[a], agents[b], args.match_games, f"history {a}", f"history {b}", seats)
+                match(agents[a], agents[b], args.match_games, f"history {a}", f"history {b}", seats,
+                      args.opening_plies)
     else:
         mcts, raw = agents[args.history], AlphaZeroAgent.from_checkpoint(state, 0, name="raw policy")
         mcts.name = f"MCTS {args.eval_simulations}"
@@ -163,8 +166,10 @@ def write_report(args, configs, states, scores, matches, final_seconds, wall_sec
                  f"{move_score_table(rows, sides=False)}\n\n")
     if args.study:
         text += ("Head to head at equal compute (same settings, seed and iterations), "
-                 f"MCTS {args.eval_simulations} each, every pairing with both colours. The seed report saw the "
-                 "last-move planes help.\n\n")
+                 f"MCTS {args.eval_simulations} each, every pairing with both colours, each game after "
+                 f"{args.opening_plies} random plies (the same openings with each colour; the searches are "
+                 "deterministic, so from the empty board every game of a pairing would be one game). The seed "
+                 "report saw the last-move planes help.\n\n")
     elif scores:
         value = GomokuSolver(type(new_game(args.board))).value(0, 0)
         text += (f"With perfect play this board is {['lost', 'a draw', 'won'][value + 1]} for the first player (the "
