@@ -31,6 +31,7 @@ from agents.arena import (
     write_pgn,
 )
 from agents.arena.ratings import elo_mle, wilson_interval
+from agents import zoo
 from agents.games import new_game
 from minichess_envs import IllegalMoveError
 from minichess_envs.players import legal_action
@@ -236,7 +237,7 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     (runs / "broken" / "agent.json").write_text("{not json")
     out = tmp_path / "out"
     leaderboard.main(["--preset", "quick", "--variant", "3x3", "--games", "4",  # quick: 20 reference games, minimax d1
-                      "--runs", str(runs), "--out", str(out), "--workers", "1"])
+                      "--runs", str(runs), "--out", str(out), "--workers", "1", "--no-zoo"])
     printed = capsys.readouterr().out
     assert "skipping checkpoint" in printed and "| ref | random vs random |" in printed
     for name in ("leaderboard.md", "leaderboard.csv", "games.pgn"):
@@ -335,10 +336,11 @@ def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, caps
     leaderboard.main(["--preset", "quick", "--variant", "3x3", "--runs", str(runs), "--out", str(out)])
     assert f"workers: {cores}" in capsys.readouterr().out
     rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
-    assert {r["agent"] for r in rows if r["kind"] == "agent"} == {"random", "greedy", "minimax-d1", "perfect",
-                                                                  "az/agent"}
+    zoo_agents = {f"zoo:{name}" for name in zoo.names() if zoo.card(name).game == "3x3"}  # they enter by default
+    players = {"random", "greedy", "minimax-d1", "perfect", "az/agent"} | zoo_agents
+    assert {r["agent"] for r in rows if r["kind"] == "agent"} == players
     pgn = (out / "games.pgn").read_text()
-    assert pgn.count("[Event ") == 10 * 2 and "illegal" not in pgn.lower()
+    assert pgn.count("[Event ") == len(players) * (len(players) - 1) // 2 * 2 and "illegal" not in pgn.lower()
 
 
 # -- board games: the same arena, in lockstep -----------------------------------------------

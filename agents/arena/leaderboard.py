@@ -65,20 +65,22 @@ def zoo_players() -> list[tuple[str, str, object]]:
 def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), nodes: Sequence[int] = (1, 10, 100),
                     engines: bool = True, runs_label: str = "runs") -> list:
     """Random, greedy, minimax at ``depths``, the tablebase player on 3x3, Fairy-Stockfish (Stockfish on 8x8)
-    at ``nodes`` where installed, and the ``saved`` agents of ``variant`` (a name a baseline holds is
-    prefixed with ``runs_label``); a board game's players instead: :func:`board_game_players`."""
+    at ``nodes`` where installed (a board game's players instead: :func:`board_game_players`, OpenSpiel's bot
+    where ``engines``), and the ``saved`` agents of ``variant`` (a name a baseline holds is prefixed with
+    ``runs_label``)."""
     if is_board_game(variant):
-        return board_game_players(variant, saved, depths, outside=engines, runs_label=runs_label)
-    players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in depths]
-    if variant == "3x3":
-        players.append(PerfectAgent("3x3"))
-    if engines and get_variant(variant).fairy_stockfish:
-        for n in nodes:
-            try:
-                players.append(UCIEngineAgent(variant, nodes=n))
-            except (EngineNotFoundError, ValueError) as exc:
-                print(f"{variant}: no engine: {exc}")
-                break
+        players = board_game_players(variant, depths, outside=engines)
+    else:
+        players = [RandomAgent(), GreedyAgent()] + [MinimaxAgent(d) for d in depths]
+        if variant == "3x3":
+            players.append(PerfectAgent("3x3"))
+        if engines and get_variant(variant).fairy_stockfish:
+            for n in nodes:
+                try:
+                    players.append(UCIEngineAgent(variant, nodes=n))
+                except (EngineNotFoundError, ValueError) as exc:
+                    print(f"{variant}: no engine: {exc}")
+                    break
     for v, name, agent in saved:
         if v == variant:
             taken = {p.name for p in players}
@@ -87,11 +89,10 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
     return players
 
 
-def board_game_players(game: str, saved, depths: Sequence[int] = (1, 2, 3), simulations: Sequence[int] = (10, 100),
-                       outside: bool = True, runs_label: str = "runs") -> list:
+def board_game_players(game: str, depths: Sequence[int] = (1, 2, 3), simulations: Sequence[int] = (10, 100),
+                       outside: bool = True) -> list:
     """Random, the game's alpha-beta at ``depths`` and exact solver (where it has them: ``agents.spec.JUDGES``),
-    OpenSpiel's MCTS bot at ``simulations`` where installed, ``outside`` and the game has a twin there, and the
-    ``saved`` agents of ``game`` (a name a baseline holds is prefixed with ``runs_label``)."""
+    and OpenSpiel's MCTS bot at ``simulations`` where installed, ``outside`` and the game has a twin there."""
     players = [RandomAgent()]
     judges = next((JUDGES[c] for c in board_game(game).__mro__ if c in JUDGES), {})
     if "alpha-beta" in judges:
@@ -106,11 +107,6 @@ def board_game_players(game: str, saved, depths: Sequence[int] = (1, 2, 3), simu
             players += [from_spec(f"openspiel-mcts:{n}", game) for n in simulations]
         except ImportError as exc:
             print(f"{game}: no OpenSpiel MCTS: {exc}")
-    for g, name, agent in saved:
-        if g == game:
-            taken = {p.name for p in players}
-            agent.name = name if name not in taken else f"{runs_label}/{name}"
-            players.append(agent)
     return players
 
 
