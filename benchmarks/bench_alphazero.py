@@ -88,7 +88,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(2)
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                f"Python {platform.python_version()}, torch {torch.__version__}"}
-    print(f"# {results['date']}  {results['machine']}")
+    results["load_average_start"] = os.getloadavg()
+    print(f"# {results['date']}  {results['machine']}; load average {results['load_average_start'][0]:.2f}")
     for game in args.games:
         sims = SIMULATIONS[game]
         rows = {
@@ -107,6 +108,8 @@ def main(argv=None) -> int:
         single = rows["self-play one leaf at a time (1 game)"]["positions_per_s"]
         print(f"  self-play: batched {batched / single:.1f}x one leaf at a time; "
               f"{batched / OPENSPIEL_STATES_PER_S:.0f}x OpenSpiel's Python AlphaZero (~{OPENSPIEL_STATES_PER_S}/s)")
+    results["load_average_end"] = os.getloadavg()
+    print(f"\nload average at the end {results['load_average_end'][0]:.2f} (1 min)")
     if args.json:
         write_json(args.json, results)
     return 0
