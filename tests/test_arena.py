@@ -261,7 +261,7 @@ def test_a_board_game_leaderboard_has_its_judges_and_saved_agents(tmp_path, caps
     config = with_changes(Config(), game="connect_four", blocks=1, channels=8, policy_channels=2)
     AlphaZeroAgent(make_net(config), "connect_four", simulations=2).save(str(runs / "c4"))
     leaderboard.main(["--preset", "quick", "--variant", "connect_four", "--games", "2", "--runs", str(runs),
-                      "--out", str(out), "--workers", "2"])
+                      "--out", str(out), "--workers", "2", "--no-zoo"])  # the zoo's Connect Four agent is slow
     text = (out / "leaderboard.md").read_text()
     assert "| vs random as first | vs random as second |" in text
     assert "| ref | random vs random | 0 | | first wins" in text
