@@ -111,6 +111,18 @@ def _parse(spec) -> tuple[str, str | None, int | None]:
     return spec, None, None
 
 
+def _judges(cls: type) -> dict:
+    """Board game class ``cls``'s entry of :data:`JUDGES` (looked up along its classes)."""
+    return next((JUDGES[c] for c in cls.__mro__ if c in JUDGES), {})
+
+
+def board_game_kinds(name: str) -> list[str]:
+    """The built-in forms board game ``name`` has: ``random``, its judges' (``alpha-beta``, ``perfect``) and
+    ``openspiel-mcts`` where it can hand OpenSpiel its position."""
+    cls = board_game(name)
+    return ["random", *_judges(cls)] + (["openspiel-mcts"] if hasattr(cls, "openspiel_state") else [])
+
+
 def is_board_game(game) -> bool:
     """Is ``game`` a board game's name (not a chess variant)?"""
     return isinstance(game, str) and board_game(game) is not None
@@ -154,13 +166,13 @@ def _board_game_agent(spec: str, kind: str | None, number: int | None, name: str
                       allow_paths: bool) -> Agent:
     cls = board_game(name)
     seed = 0 if seed is None else seed
-    judges = next((JUDGES[c] for c in cls.__mro__ if c in JUDGES), {})
+    judges, kinds = _judges(cls), board_game_kinds(name)
     if kind == "random":
         return RandomAgent(seed)
     if kind == "openspiel-mcts":
         from agents.players.openspiel_mcts import OpenSpielMCTS  # an optional outside opponent
 
-        if not hasattr(cls, "openspiel_state"):
+        if kind not in kinds:
             raise ValueError(f"'openspiel-mcts' plays the games that can hand OpenSpiel their position (Gomoku, "
                              f"checkers), not {name}")
         return OpenSpielMCTS(number, seed=seed)
@@ -172,8 +184,7 @@ def _board_game_agent(spec: str, kind: str | None, number: int | None, name: str
     if kind == "alpha-beta" and "alpha-beta" in judges:
         return judges["alpha-beta"](number, seed)
     if kind in ("perfect", "alpha-beta"):
-        has = ["random", *judges] + (["openspiel-mcts"] if hasattr(cls, "openspiel_state") else [])
-        raise ValueError(f"{name} has no {kind!r} player; it has {', '.join(has)}")
+        raise ValueError(f"{name} has no {kind!r} player; it has {', '.join(kinds)}")
     if allow_paths and (os.path.isdir(spec) or os.path.basename(spec) == MANIFEST):
         return load_for_game(spec, name)
     if kind is not None:

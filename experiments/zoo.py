@@ -91,8 +91,8 @@ def rate_tictactoe(name: str, casual: bool) -> list[dict]:
     table = solve_tictactoe()
     positions = table.non_terminal()
     values = [table.move_values(g) for g in positions]
-    return [value_preserving(label, zoo.load(name, casual=c), positions, values, "every position (exhaustive minimax)")
-            for label, c in settings(name, casual)]
+    return [value_preserving(label, agent, positions, values, "every position (exhaustive minimax)")
+            for label, _, agent in settings(name, casual)]
 
 
 def rate_3x3(name: str, casual: bool) -> list[dict]:
@@ -100,8 +100,7 @@ def rate_3x3(name: str, casual: bool) -> list[dict]:
 
     tablebase = Tablebase.load("3x3")
     out = []
-    for label, c in settings(name, casual):
-        agent = zoo.load(name, casual=c)
+    for label, _, agent in settings(name, casual):
         rates = score_agent(agent, tablebase, encoding=agent.encoding).rates()
         n = rates["positions"]
         for key, what in (("value_preserving", "value-preserving moves"), ("dtm_optimal", "DTM-optimal moves")):
@@ -115,8 +114,7 @@ def rate_checkers(name: str, casual: bool) -> list[dict]:
     from agents.games.checkers import CheckersAlphaBeta
 
     out = []
-    for label, c in settings(name, casual):
-        agent = zoo.load(name, casual=c)
+    for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 30), (CheckersAlphaBeta(4, seed=2), 20)):
             out += [match(label, agent, opponent, "checkers", games, seats) for seats in ("first", "second")]
     return out
@@ -127,8 +125,7 @@ def rate_connect_four(name: str, casual: bool) -> list[dict]:
 
     positions, values = judged_sample(500, 0)  # the sample experiments/alphazero_connect4.py judges (seed 0)
     out = []
-    for label, c in settings(name, casual):
-        agent = zoo.load(name, casual=c)
+    for label, c, agent in settings(name, casual):
         out.append(value_preserving(label, agent, positions, values, "500 solver-judged positions (bitbully)"))
         if not c:  # the solver wins every game it can: moving first, the agent can at best win too
             out.append(match(label, agent, ConnectFourSolver(seed=3), "connect_four", 10, "first"))
@@ -146,7 +143,7 @@ def speed(name: str, casual: bool, positions: int = 20) -> dict:
     from agents.games import new_game
 
     times = {}
-    for _, c in settings(name, casual):
+    for c in [False] + ([True] if casual else []):
         key = "casual" if c else "rated"
         loads = []
         for _ in range(5):
@@ -164,13 +161,15 @@ def speed(name: str, casual: bool, positions: int = 20) -> dict:
     return times
 
 
-def settings(name: str, casual: bool) -> list[tuple[str, bool]]:
-    """The settings rated, labelled by how they play: the entry's own, and its casual one where it has one."""
+def settings(name: str, casual: bool) -> list[tuple[str, bool, object]]:
+    """``(label, casual, agent)`` of each setting rated, labelled by how it plays: the entry's own, and its casual
+    one where it has one."""
     out = []
     for c in [False] + ([True] if casual else []):
-        simulations = getattr(zoo.load(name, casual=c), "simulations", None)
+        agent = zoo.load(name, casual=c)
+        simulations = getattr(agent, "simulations", None)
         how = "" if simulations is None else " (raw policy)" if simulations == 0 else f" (MCTS {simulations})"
-        out.append((f"{'casual' if c else 'rated'} setting{how}", c))
+        out.append((f"{'casual' if c else 'rated'} setting{how}", c, agent))
     return out
 
 

@@ -19,8 +19,7 @@ from agents.arena.ladder import Ladder, ladder_table, play_ladder
 from agents.arena.ratings import elo_mle
 from agents.base import MANIFEST, load
 from agents.players.perfect import PerfectAgent
-from agents.spec import JUDGES, agent_game, from_spec, is_board_game, saved_agents
-from agents.games import board_game
+from agents.spec import agent_game, board_game_kinds, from_spec, is_board_game, saved_agents
 from minichess_envs.variants import get_variant
 
 DEFAULT_VARIANTS = ("gardner", "gardner-kingcapture", "3x3")
@@ -91,18 +90,17 @@ def variant_players(variant: str, saved, depths: Sequence[int] = (1, 2, 3), node
 
 def board_game_players(game: str, depths: Sequence[int] = (1, 2, 3), simulations: Sequence[int] = (10, 100),
                        outside: bool = True) -> list:
-    """Random, the game's alpha-beta at ``depths`` and exact solver (where it has them: ``agents.spec.JUDGES``),
-    and OpenSpiel's MCTS bot at ``simulations`` where installed, ``outside`` and the game has a twin there."""
-    players = [RandomAgent()]
-    judges = next((JUDGES[c] for c in board_game(game).__mro__ if c in JUDGES), {})
-    if "alpha-beta" in judges:
+    """Random, the game's alpha-beta at ``depths``, its exact solver and OpenSpiel's MCTS bot at ``simulations`` (where
+    ``agents.spec.board_game_kinds`` has them, the bot only when ``outside`` and installed)."""
+    players, kinds = [RandomAgent()], board_game_kinds(game)
+    if "alpha-beta" in kinds:
         players += [from_spec(f"alpha-beta:{d}", game) for d in depths]
-    if "perfect" in judges:
+    if "perfect" in kinds:
         try:
             players.append(from_spec("perfect", game))
         except (ValueError, ImportError) as exc:  # too big a board, or the solver's extra missing
             print(f"{game}: no exact player: {exc}")
-    if outside and hasattr(board_game(game), "openspiel_state"):
+    if outside and "openspiel-mcts" in kinds:
         try:
             players += [from_spec(f"openspiel-mcts:{n}", game) for n in simulations]
         except ImportError as exc:

@@ -16,7 +16,7 @@ from agents.arena import PLY_LIMIT, close_agents
 from agents.base import Agent
 from agents.games import SEAT_NAMES, new_game
 from agents.players.uci import EngineNotFoundError
-from agents.spec import JUDGES, LOCAL_LIMITS, check_limits, from_spec, is_board_game
+from agents.spec import LOCAL_LIMITS, board_game_kinds, check_limits, from_spec, is_board_game
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
 from minichess_envs.extras import MissingExtraError
@@ -311,8 +311,7 @@ class BoardGameTerminal(Console):
         self.moves: list[str] = []
         it = getattr(agent, "name", "agent")
         self.names = ("you", it) if human == 0 else (it, "you")
-        judges = next((JUDGES[c] for c in type(self.game).__mro__ if c in JUDGES), {})
-        self.hint_spec = hint or ("alpha-beta:2" if "alpha-beta" in judges else "perfect")
+        self.hint_spec = hint or ("alpha-beta:2" if "alpha-beta" in board_game_kinds(name) else "perfect")
         self._hint_agent = None
         self.stdin, self.stdout = stdin or sys.stdin, stdout or sys.stdout
         self.result, self.termination = "*", None
