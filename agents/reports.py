@@ -137,6 +137,18 @@ def settings_text(config) -> str:
     return "\n".join(f"{k} = {v}" for k, v in dataclasses.asdict(config).items())
 
 
+def write_alphazero_report(out: str, text: str, config, agent_path: str, simulations: int,
+                           move_choice: str | None = None) -> None:
+    """``out``/report.md: ``text``, then the run's settings and how to load and play the agent it saved."""
+    how = f"MCTS with {simulations} simulations" + (f", {move_choice}" if move_choice else "")
+    text = text.rstrip("\n") + f"\n\n## Settings\n\n```\n{settings_text(config)}\n```\n\n"
+    text += (f"The trained agent: `agents.load(\"{agent_path}\")` ({how}; pass `simulations=0` to `AlphaZeroAgent.load` "
+             "for the raw policy). It plays from PettingZoo's observation, "
+             "`agent.act(obs[\"observation\"], obs[\"action_mask\"])`, and on `agents.games` games, `agent(games)`.\n")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text)
+
+
 def selfplay_text(metrics: Sequence[dict], workers: int, overlap: bool) -> str:
     """Where self-play ran and what it cost, as a phrase, from an AlphaZero run's metrics rows."""
     waited = sum(m["selfplay_s"] for m in metrics)  # the learner's wait for games

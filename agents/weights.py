@@ -43,6 +43,8 @@ class NetworkAgent(Agent):
         if isinstance(position, Game):
             if position.observation_shape == self.shape:
                 return position
+            if isinstance(position, ChessGame):  # observed with another encoding: seen as the network was trained
+                return ChessGame(position.position, self.encoding, position.ply_limit)
             game = position.copy()
             for name in type(position).options:
                 setattr(game, name, getattr(self.probe, name))

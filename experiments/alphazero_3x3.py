@@ -28,7 +28,7 @@ from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.diagnostics import TablebaseEvaluation
 from agents.alphazero.search import SearchConfig
 from agents.alphazero.train import Config, start_game, train, with_changes, write_agent
-from agents.reports import line_plot, markdown_table
+from agents.reports import line_plot, markdown_table, write_alphazero_report
 from minichess_envs.positions import START_POSITIONS
 from minichess_envs.tablebase import Tablebase, score_agent
 
@@ -176,22 +176,8 @@ The win probes' policy puts {last.get('probe_win-white_p_fastest', float('nan'))
 skipped the mate in 1 of its Black probe. Plots: `rates.png`, `probe_values.png`,
 `probe_win-*_policy.png`, `losses.png`; every number per iteration: `metrics.csv`.
 
-## Settings
-
-```
-{_settings(config)}
-```
-
-The trained agent: `agents.load("{agent_path}")` (MCTS with {args.simulations} simulations; pass
-`simulations=0` to `AlphaZeroAgent.load` for the raw policy).
 """
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(text)
-
-
-def _settings(config) -> str:
-    d = dataclasses.asdict(config)
-    return "\n".join(f"{k} = {v}" for k, v in d.items())
+    write_alphazero_report(out, text, config, agent_path, args.simulations)
 
 
 if __name__ == "__main__":

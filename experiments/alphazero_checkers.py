@@ -34,7 +34,7 @@ from agents.games import new_game
 from agents.games.checkers import CheckersAlphaBeta
 from agents.players.openspiel_mcts import OpenSpielMCTS
 from agents.players.random_agent import RandomAgent
-from agents.reports import Stages, line_plot, losses_plot, match_table, selfplay_text, settings_text
+from agents.reports import Stages, line_plot, losses_plot, match_table, selfplay_text, write_alphazero_report
 from minichess_envs.players import choose_actions
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
@@ -195,17 +195,8 @@ config.scale.overlap)}); the learning curve's games {sum(m.get("eval_s", 0) for 
 
 {stages.table()}
 
-## Settings
-
-```
-{settings_text(config)}
-```
-
-The trained agent: `agents.load("{agent_path}")` (MCTS with {args.eval_simulations} simulations, {MOVE_CHOICE};
-pass `simulations=0` to `AlphaZeroAgent.load` for the raw policy); on `agents.games` games `agent(games)`.
 """
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(text)
+    write_alphazero_report(out, text, config, agent_path, args.eval_simulations, MOVE_CHOICE)
 
 
 if __name__ == "__main__":

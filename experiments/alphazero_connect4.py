@@ -34,8 +34,8 @@ from agents.arena import play_match
 from agents.arena.evaluation import score_moves
 from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver, judged_sample
 from agents.players.random_agent import RandomAgent
-from agents.reports import line_plot, losses_plot, match_table, move_score_rows, move_score_table, selfplay_text, \
-    settings_text
+from agents.reports import line_plot, losses_plot, match_table, move_score_rows, move_score_table, \
+    selfplay_text, write_alphazero_report
 from minichess_envs.players import choose_actions
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
@@ -196,18 +196,8 @@ Alpha-beta and the solver break ties between equally good columns at random (see
 
 Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `scores.csv`, `matches.csv`.
 
-## Settings
-
-```
-{settings_text(config)}
-```
-
-The trained agent: `agents.load("{agent_path}")` (MCTS with {args.eval_simulations} simulations, {MOVE_CHOICE}; pass
-`simulations=0` to `AlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
-`agent.act(obs["observation"], obs["action_mask"])`.
 """
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(text)
+    write_alphazero_report(out, text, config, agent_path, args.eval_simulations, MOVE_CHOICE)
 
 
 if __name__ == "__main__":

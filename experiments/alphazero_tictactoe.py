@@ -32,8 +32,8 @@ from agents.arena import play_match
 from agents.arena.evaluation import score_moves
 from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe
 from agents.players.random_agent import RandomAgent
-from agents.reports import line_plot, losses_plot, match_table, move_score_rows, move_score_table, selfplay_text, \
-    settings_text
+from agents.reports import line_plot, losses_plot, match_table, move_score_rows, move_score_table, \
+    selfplay_text, write_alphazero_report
 from minichess_envs.players import choose_actions
 
 
@@ -167,18 +167,8 @@ Against perfect play the best result is a draw in every game; against a random p
 
 Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `scores.csv`, `matches.csv`.
 
-## Settings
-
-```
-{settings_text(config)}
-```
-
-The trained agent: `agents.load("{agent_path}")` (MCTS with {args.simulations} simulations; pass
-`simulations=0` to `AlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation:
-`agent.act(obs["observation"], obs["action_mask"])`.
 """
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(text)
+    write_alphazero_report(out, text, config, agent_path, args.simulations)
 
 
 if __name__ == "__main__":

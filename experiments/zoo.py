@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from agents.runs import command_line, machine, machine_text  # first: the OpenMP setting, before torch
+from agents.runs import Progress, command_line, machine, machine_text  # first: the OpenMP setting, before torch
 
 import torch
 
@@ -47,12 +47,14 @@ class Options:
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """How an entry is made: ``command`` (an experiment and its flags; ``--out`` is added), what it is."""
+    """How an entry is made: ``command`` (an experiment and its flags; ``--out`` is added), what it is;
+    ``agent`` is the saved agent's directory in the run (its ``metrics.csv`` beside it)."""
 
     game: str
     algorithm: str
     command: tuple[str, ...]
     seed: int = 0
+    agent: str = "agent"
     casual: dict = dataclasses.field(default_factory=dict)  # load settings of the faster setting
     notes: str = ""
 
@@ -66,6 +68,16 @@ ENTRIES = {
                                 casual={"simulations": 64}),
     "checkers-alphazero": Entry("checkers", "AlphaZero", ("experiments/alphazero_checkers.py",),
                                 casual={"simulations": 16}),
+    "gardner-alphazero": Entry("gardner", "AlphaZero", ("experiments/alphazero_gardner.py",),
+                               casual={"simulations": 32},
+                               notes="The default run (pretrained on Fairy-Stockfish games, then self-play). The "
+                                     "2-hour preset measured stronger at 1,000 and 10,000 nodes: "
+                                     "docs/results/alphazero-gardner.md."),
+    "gomoku-alphazero": Entry("gomoku", "AlphaZero", ("experiments/alphazero_gomoku.py",),
+                              casual={"simulations": 32}),
+    "gardner-ppo": Entry("gardner", "PPO (built-in, GAE)", ("experiments/ppo_gardner.py", "--rules", "checkmate"),
+                         agent="native_checkmate_random/agent",
+                         notes="Trained against the random player with either colour; plays both."),
 }
 
 
@@ -132,8 +144,44 @@ def rate_connect_four(name: str, casual: bool) -> list[dict]:
     return out
 
 
+def rate_gomoku(name: str, casual: bool) -> list[dict]:
+    from agents.games.gomoku import GomokuAlphaBeta
+    from agents.players.openspiel_mcts import OpenSpielMCTS
+
+    out = []
+    for label, _, agent in settings(name, casual):
+        for opponent, games in ((RandomAgent(1), 50), (GomokuAlphaBeta(2, seed=2), 50),
+                                (OpenSpielMCTS(1000, seed=3), 10)):
+            out += [match(label, agent, opponent, "gomoku", games, seats) for seats in ("first", "second")]
+    return out
+
+
+def rate_gardner(name: str, casual: bool) -> list[dict]:
+    """Against random with each colour, and on the Fairy-Stockfish node ladder (agents/arena/ladders/gardner.json:
+    its 100 balanced openings with both colours, 200 games a level) with the Elo fitted against its levels."""
+    from agents.arena.ladder import Ladder, play_ladder
+
+    ladder = Ladder.load("gardner")
+    levels = sorted(int(level.removeprefix("fsf-n")) for level in ladder.levels)
+    out = []
+    for label, _, agent in settings(name, casual):
+        out += [match(label, agent, RandomAgent(1), "gardner", 100, seats) for seats in ("first", "second")]
+        with Progress(len(levels) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
+            result = play_ladder(agent, "gardner", levels, ladder, workers=2,
+                                 progress=lambda record, done, total: bar.update(done))
+        for level in levels:
+            t = result.tally(f"fsf-n{level}")
+            nodes = f"{level:,} node{'s' * (level > 1)}"
+            out.append(dict(player=label, measure=f"score against Fairy-Stockfish at {nodes} (ladder)",
+                            score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games"))
+        elo = result.elo
+        out.append(dict(player=label, measure="Elo on the Fairy-Stockfish ladder (fsf-n1 = 0)", score=elo.elo,
+                        low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True))
+    return out
+
+
 RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,
-           "checkers": rate_checkers}
+           "checkers": rate_checkers, "gomoku": rate_gomoku, "gardner": rate_gardner}
 
 
 def speed(name: str, casual: bool, positions: int = 20) -> dict:
@@ -174,28 +222,33 @@ def settings(name: str, casual: bool) -> list[tuple[str, bool, object]]:
 
 
 def train_entry(name: str, entry: Entry, args: Options) -> str:
-    """The run directory of the entry's command, trained here unless ``--run`` names a finished one."""
+    """The saved agent of the entry's run, trained here unless ``--run`` names a finished one."""
     if args.run is not None:
-        if not os.path.isfile(os.path.join(args.run, "agent", "agent.json")):
-            raise SystemExit(f"error: --run {args.run}: no finished run there (no agent/agent.json)")
-        return args.run
+        if not os.path.isfile(os.path.join(args.run, entry.agent, "agent.json")):
+            raise SystemExit(f"error: --run {args.run}: no finished run there (no {entry.agent}/agent.json)")
+        return os.path.join(args.run, entry.agent)
     out = os.path.join("runs", "zoo", name)
     command = [sys.executable, *entry.command, "--out", out] + (["--resume"] if args.resume else [])
     print("training:", " ".join(command), flush=True)
     subprocess.run(command, check=True)
-    return out
+    return os.path.join(out, entry.agent)
 
 
-def training_minutes(run: str) -> float:
-    """Self-play and learning time of a run, from its metrics (the last row's ``training_s``)."""
-    with open(os.path.join(run, "metrics.csv")) as f:
+def training_minutes(agent_dir: str) -> float:
+    """Training time of the run whose saved agent is ``agent_dir``, from the metrics beside it: AlphaZero's last
+    ``training_s``; PPO's last ``elapsed_s`` less its evaluations' ``eval_s``."""
+    with open(os.path.join(os.path.dirname(os.path.normpath(agent_dir)), "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
-    return round(float(rows[-1]["training_s"]) / 60, 1)
+    if "training_s" in rows[-1]:
+        return round(float(rows[-1]["training_s"]) / 60, 1)
+    return round((float(rows[-1]["elapsed_s"]) - sum(float(r["eval_s"] or 0) for r in rows)) / 60, 1)
 
 
 def network_text(agent) -> str:
     c, parameters = agent.net.config, sum(p.numel() for p in agent.net.parameters())
-    return f"residual network, {c.blocks} blocks of {c.channels} channels ({parameters:,} parameters)"
+    if hasattr(c, "blocks"):
+        return f"residual network, {c.blocks} blocks of {c.channels} channels ({parameters:,} parameters)"
+    return f"convolutional network, {c.conv_layers} layers of {c.channels} channels ({parameters:,} parameters)"
 
 
 def main(argv=None) -> int:
@@ -212,14 +265,14 @@ def main(argv=None) -> int:
     if args.rate_only:
         card = zoo.card(name)
     else:
-        run = train_entry(name, entry, args)
+        agent_dir = train_entry(name, entry, args)
         started = machine()
         card = zoo.Card(name=name, game=entry.game, algorithm=entry.algorithm, network="", seed=entry.seed,
                         command="python " + " ".join(entry.command), casual=entry.casual, notes=entry.notes,
-                        training={"minutes": training_minutes(run), "machine": f"{started['cpu']}, "
+                        training={"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, "
                                   f"{started['cores']} cores", "date": datetime.date.today().isoformat()},
                         strength=[])
-        zoo.install(name, os.path.join(run, "agent"), card)
+        zoo.install(name, agent_dir, card)
         card = dataclasses.replace(card, network=network_text(zoo.load(name)))
     print(f"rating {name} ...", flush=True)
     started = machine()

@@ -23,6 +23,18 @@ def started_pools(monkeypatch) -> list:
 
 
 @pytest.fixture
+def one_torch_thread():
+    """One torch thread while the test runs, as the PPO runs use: fastest on a small shared machine, and
+    deterministic."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def assert_same_run():
     """``check(a, b)``: two training runs' final states recorded the same samples each iteration and ended
     with equal weights (a resumed or repaired run against the one that went straight through)."""

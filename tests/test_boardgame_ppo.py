@@ -29,12 +29,7 @@ from agents.ppo.boardgame_env import PAST_SELF, RANDOM  # noqa: E402
 from agents.ppo.task import BoardGameTask, task_for  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def net_config_for(game: str, channels: int = 8, conv_layers: int = 1, value_hidden: int = 16) -> PPONetConfig:

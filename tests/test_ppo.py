@@ -22,6 +22,7 @@ from agents.ppo.task import task_for  # noqa: E402
 from agents.ppo.network import PPONet, PPONetConfig, mask_logits  # noqa: E402
 from minichess_envs import Position  # noqa: E402
 from minichess_envs.encoding import ObservationEncoding  # noqa: E402
+from minichess_envs.positions import random_walk_positions  # noqa: E402
 from minichess_envs.variants import get_variant  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,15 +36,7 @@ def small_net(variant: str = "3x3", seed: int = 0) -> PPONet:
 
 
 def random_positions(variant: str, count: int, seed: int = 0) -> list[Position]:
-    rng = np.random.default_rng(seed)
-    out, pos = [], Position(variant)
-    while len(out) < count:
-        if pos.is_game_over() or pos.ply > 30:
-            pos = Position(variant)
-        out.append(pos.copy())
-        actions = pos.legal_actions()
-        pos.push_action(actions[rng.integers(len(actions))])
-    return out
+    return random_walk_positions(variant, count, np.random.default_rng(seed), max_plies=31)
 
 
 # -- the network ------------------------------------------------------------------------------
@@ -362,3 +355,29 @@ def test_alpha_mini_procedure_runs_two_steps(tmp_path):
                 assert saved["opponent_eps"] == 0.5
                 assert saved["init_from"] == str(tmp_path / f"{color}_1" / "agent")
     assert (tmp_path / "steps.csv").exists()
+
+
+def test_an_agent_sees_a_chess_game_as_it_was_trained_whatever_the_games_encoding():
+    """A game observed without the last-move planes is re-observed with the planes the network reads."""
+    from agents.games import new_game
+    from minichess_envs.players import choose_actions
+
+    encoding = ObservationEncoding("gardner", 1, True)
+    torch.manual_seed(0)
+    net = PPONet(PPONetConfig(*encoding.shape, get_variant("gardner").num_actions, channels=8, conv_layers=1,
+                              value_hidden=16))
+    agent = PPOAgent(net, "gardner", last_move=True)
+    games = [new_game("gardner").random_start(np.random.default_rng(i), 6) for i in range(8)]
+    assert games[0].observation_shape != encoding.shape
+    expected = [agent.act(encoding.encode(g.position), g.position.action_mask()) for g in games]
+    assert choose_actions(agent, games) == expected
+
+
+def test_a_sampling_ppo_agent_plays_in_arena_workers_as_in_the_main_process():
+    """Spawned arena workers get the agent, its sampling generator included, and play the same games."""
+    from agents.arena import play_match
+
+    agent = PPOAgent(small_net("3x3"), "3x3", sample=True, seed=4)
+    here = play_match(agent, RandomAgent(1), "3x3", 4, seed=2)
+    there = play_match(agent, RandomAgent(1), "3x3", 4, seed=2, workers=2)
+    assert [g.moves for g in there.games] == [g.moves for g in here.games]

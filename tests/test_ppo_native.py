@@ -25,13 +25,7 @@ from minichess_envs.encoding import ObservationEncoding  # noqa: E402
 T, F = True, False
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One torch thread, as the PPO runs use: fastest on a small shared machine, and deterministic."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- GAE ------------------------------------------------------------------------------------------

@@ -38,12 +38,14 @@ class Game:
         """Play ``action``; ``ValueError`` if it is illegal or the game is over."""
         raise NotImplementedError
 
+    # is_over, winner and plies read ``result`` (None going on, -1 a draw, else the winner) and ``moves`` where a
+    # game keeps them (the board games); chess overrides them
     def is_over(self) -> bool:
-        raise NotImplementedError
+        return self.result is not None
 
     def winner(self) -> int | None:
         """The winning player of a finished game, ``None`` for a draw (or a game going on)."""
-        raise NotImplementedError
+        return None if self.result is None or self.result < 0 else self.result
 
     def observation(self) -> np.ndarray:
         """float32 ``observation_shape`` planes, from the view of the player to move."""
@@ -56,7 +58,7 @@ class Game:
     @property
     def plies(self) -> int:
         """Moves played since the game began (the empty board, or the position it was set up from)."""
-        raise NotImplementedError
+        return self.moves
 
     def random_start(self, rng: np.random.Generator, plies: int) -> Game:
         """A start for self-play: this game after 1 to ``plies`` uniformly random moves, never a finished one."""
@@ -156,16 +158,6 @@ class GridGame(Game):
 
     def to_play(self) -> int:
         return self.moves & 1
-
-    @property
-    def plies(self) -> int:
-        return self.moves
-
-    def is_over(self) -> bool:
-        return self.result is not None
-
-    def winner(self) -> int | None:
-        return None if self.result is None or self.result < 0 else self.result
 
     def legal_actions(self) -> list[int]:
         # an action's cell (with gravity: its column's top cell) is empty

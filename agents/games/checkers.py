@@ -210,16 +210,6 @@ class Checkers(Game):
     def to_play(self) -> int:
         return self.player
 
-    @property
-    def plies(self) -> int:
-        return self.moves
-
-    def is_over(self) -> bool:
-        return self.result is not None
-
-    def winner(self) -> int | None:
-        return None if self.result is None or self.result < 0 else self.result
-
     def legal_actions(self) -> list[int]:
         return self.legal[:]
 

@@ -39,6 +39,16 @@ class PPOAgent(BatchAgent, NetworkAgent):
         if seed is not None:
             self.rng.manual_seed(seed)
 
+    def __getstate__(self) -> dict:
+        # the generator as its state's bytes: torch's process pickler shares a Generator's state tensor by file
+        # descriptor, which a spawned arena worker cannot map ("unable to resize file")
+        return {**self.__dict__, "rng": bytes(self.rng.get_state().numpy())}
+
+    def __setstate__(self, state: dict) -> None:
+        rng = torch.Generator()
+        rng.set_state(torch.frombuffer(bytearray(state["rng"]), dtype=torch.uint8))
+        self.__dict__.update(state, rng=rng)
+
     def act_batch(self, observations, action_masks, positions=None) -> np.ndarray:
         observations = torch.as_tensor(self._observations(observations, positions), dtype=torch.float32)
         masks = torch.as_tensor(action_masks)

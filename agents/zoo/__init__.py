@@ -151,9 +151,19 @@ def describe(name: str) -> str:
 
 def strength_text(s: dict) -> str:
     """One measure of a card: ``player: measure score [low, high] (count, date)``."""
-    interval = f" [{s['low']:.3f}, {s['high']:.3f}]" if "low" in s and "high" in s else ""
-    return (f"{s.get('player', '?')}: {s.get('measure', '?')} {s.get('score', float('nan')):.4f}{interval} "
+    return (f"{s.get('player', '?')}: {s.get('measure', '?')} {_score(s)}{_interval(s, ' ')} "
             f"({s.get('count', '?'):,} {s.get('unit', 'games')}, {s.get('date', '?')})")
+
+
+def _score(s: dict) -> str:
+    """A measure's score: an Elo (``elo`` true) as ``+505``, else a share as ``0.9765``."""
+    return f"{s.get('score', float('nan')):+.0f}" if s.get("elo") else f"{s.get('score', float('nan')):.4f}"
+
+
+def _interval(s: dict, before: str = "") -> str:
+    if "low" not in s or "high" not in s:
+        return ""
+    return before + (f"[{s['low']:+.0f}, {s['high']:+.0f}]" if s.get("elo") else f"[{s['low']:.3f}, {s['high']:.3f}]")
 
 
 def markdown() -> str:
@@ -173,8 +183,7 @@ def markdown() -> str:
                   "Casual setting: " + (", ".join(f"`{k}={v}`" for k, v in c.casual.items()) or "none") + ".", "",
                   "| player | measure | score | 95% interval | count | date |", "|---|---|---:|---|---:|---|"]
         for s in c.strength:
-            interval = f"[{s['low']:.3f}, {s['high']:.3f}]" if "low" in s else ""
-            parts.append(f"| {s.get('player', '')} | {s.get('measure', '')} | {s.get('score', 0):.4f} | {interval} "
+            parts.append(f"| {s.get('player', '')} | {s.get('measure', '')} | {_score(s)} | {_interval(s)} "
                          f"| {s.get('count', ''):,} {s.get('unit', 'games')} | {s.get('date', '')} |")
         if c.speed:
             parts += ["", "Speed (one core, medians, when rated): " + ", ".join(
