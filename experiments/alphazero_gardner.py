@@ -3,6 +3,7 @@
     python experiments/alphazero_gardner.py                  # about 17 minutes on 2 CPU cores
     python experiments/alphazero_gardner.py --pretrain-games 0 --iterations 30   # pure self-play, from scratch
     python experiments/alphazero_gardner.py --preset 2h      # the 2-hour 6x64 run at 1,024 judged simulations
+    python experiments/alphazero_gardner.py --preset losalamos   # Los Alamos 6x6 with the same settings
     python experiments/alphazero_gardner.py --resume         # continue an interrupted run
     python experiments/alphazero_gardner.py --device cuda --workers 14   # learner on a GPU, self-play in 14 CPU processes
     python -m experiments.alphazero_gardner --preset quick   # a smoke test, as a module from the repository root
@@ -46,6 +47,7 @@ from agents.reports import baseline_table, curves_plot, line_plot, losses_plot, 
     settings_text
 from agents.supervised import SupervisedSettings, train_supervised
 from agents.supervised.engine_games import GenerationSettings, generate_games
+from minichess_envs.variants import get_variant
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
 
@@ -65,6 +67,7 @@ class Options:
     ray_address: str | None = None  # run the workers as Ray actors on this cluster ("local": a new local one)
     resume: bool = False  # continue an interrupted run
     # fixed here, changed by a preset
+    variant: Hidden[str] = "gardner"  # the chess variant (its ladder: agents/arena/ladders/<variant>.json)
     games: Hidden[int] = 256  # self-play games per iteration
     simulations: Hidden[int] = 48  # per move in self-play and the short ladders
     blocks: Hidden[int] = 3  # residual blocks of the network
@@ -88,6 +91,8 @@ PRESETS = {
     # docs/results/alphazero-gardner.md, "Two hours with a 6-block, 64-channel network"
     "2h": dict(hours=2.0, blocks=6, channels=64, ladder_every=32, final_levels=(100, 1000, 10000),
                eval_simulations=1024, out="runs/alphazero_gardner_2h"),
+    # Los Alamos 6x6 with Gardner's settings (the zoo's losalamos-alphazero)
+    "losalamos": dict(variant="losalamos", out="runs/alphazero_losalamos"),
     # Gumbel AlphaZero's root in self-play and play (docs/alphazero.md, "Gumbel root search")
     "gumbel": dict(root="gumbel", out="runs/alphazero_gardner_gumbel"),
 }
@@ -101,9 +106,9 @@ def settings(args: Options) -> Config:
     while the network learns."""
     iterations = args.iterations or (32 if args.hours is None else 1_000_000)
     config = gardner_config(args.out, iterations=iterations, games=args.games, simulations=args.simulations,
-                            seed=args.seed, threads=1, blocks=args.blocks, channels=args.channels,
-                            workers=args.workers, overlap=args.workers > 0, ray_address=args.ray_address,
-                            device=args.device, hours=args.hours, learning_rate=2e-3)
+                            game=args.variant, seed=args.seed, threads=1, blocks=args.blocks,
+                            channels=args.channels, workers=args.workers, overlap=args.workers > 0,
+                            ray_address=args.ray_address, device=args.device, hours=args.hours, learning_rate=2e-3)
     return dataclasses.replace(config, search=dataclasses.replace(config.search, root=args.root))
 
 
@@ -116,21 +121,21 @@ def main(argv=None) -> int:
     if args.pretrain_games > 0:
         pretrained = pretrain(args, config)
         config = dataclasses.replace(config, init_from=pretrained["agent"])
-    ladder = engine_ladder("gardner")
+    ladder = engine_ladder(args.variant)
 
     def evaluate(net, iteration):
         """The raw policy (argmax, no search) against random with both colors; now and then a short ladder."""
-        raw = AlphaZeroAgent(net, "gardner", simulations=0)
+        raw = AlphaZeroAgent(net, args.variant, simulations=0)
         row = {}
         for color in ("white", "black"):
-            match = versus_random(raw, "gardner", games=args.eval_games, color=color, seed=10_000 * iteration)
+            match = versus_random(raw, args.variant, games=args.eval_games, color=color, seed=10_000 * iteration)
             row[f"raw_{color}_win_rate"] = match.win_rate
             row[f"raw_{color}_score"] = match.score
         if ladder is not None and args.ladder_every > 0 and iteration % args.ladder_every == 0:
             # a CPU copy: the ladder's worker processes get the agent pickled
-            agent = AlphaZeroAgent(copy.deepcopy(net).cpu(), "gardner", simulations=args.simulations,
+            agent = AlphaZeroAgent(copy.deepcopy(net).cpu(), args.variant, simulations=args.simulations,
                                    search=config.search)
-            result = play_ladder(agent, "gardner", args.ladder_levels, ladder, openings=args.ladder_openings)
+            result = play_ladder(agent, args.variant, args.ladder_levels, ladder, openings=args.ladder_openings)
             row.update(ladder_elo=result.elo.elo, ladder_elo_low=result.elo.low, ladder_elo_high=result.elo.high)
             for level in result.levels:
                 row[f"ladder_{level}_score"] = result.tally(level).score
@@ -141,21 +146,21 @@ def main(argv=None) -> int:
     print(f"final matches (search with {args.eval_simulations} simulations) ...", flush=True)
     t0 = time.perf_counter()
     agent = AlphaZeroAgent.from_checkpoint(state, simulations=args.eval_simulations, move_choice=MOVE_CHOICE)
-    vs_random = {color: versus_random(agent, "gardner", games=args.final_games, color=color, seed=1_000_000)
+    vs_random = {color: versus_random(agent, args.variant, games=args.final_games, color=color, seed=1_000_000)
                  for color in ("white", "black")}
     head_to_head = []
     for opponent in (MinimaxAgent(depth=2, seed=1), MinimaxAgent(depth=3, seed=1)):
-        match = play_match(agent, opponent, "gardner", games=args.opponent_games, seed=7, opening_plies=2,
+        match = play_match(agent, opponent, args.variant, games=args.opponent_games, seed=7, opening_plies=2,
                            workers=os.cpu_count() or 1)
         head_to_head.append((opponent.name, match.tally(agent.name)))
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
     final_ladder = None
     if ladder is not None:
         print(f"ladder: Fairy-Stockfish at {args.final_levels} nodes ...", flush=True)
-        final_ladder = play_ladder(agent, "gardner", args.final_levels, ladder, openings=args.final_openings)
+        final_ladder = play_ladder(agent, args.variant, args.final_levels, ladder, openings=args.final_openings)
         print(ladder_table(final_ladder), flush=True)
     print(f"baselines: random and greedy against random, {args.final_games} games per color ...", flush=True)
-    baseline_rows = baselines("gardner", games=args.final_games, seed=1_000_000)
+    baseline_rows = baselines(args.variant, games=args.final_games, seed=1_000_000)
     final_seconds = time.perf_counter() - t0
     write_report(args, config, pretrained, state, vs_random, head_to_head, final_ladder, baseline_rows,
                  final_seconds, time.perf_counter() - start, agent_path, machine_text(started))
@@ -171,7 +176,7 @@ def pretrain(args: Options, config: Config) -> dict:
     t0 = time.perf_counter()
     data_dir = os.path.join(args.out, "pretrain_data")
     print(f"pretraining: {args.pretrain_games} Fairy-Stockfish games at {PRETRAIN_NODES} nodes ...", flush=True)
-    generate_games(data_dir, GenerationSettings("gardner", games=args.pretrain_games, nodes=PRETRAIN_NODES,
+    generate_games(data_dir, GenerationSettings(args.variant, games=args.pretrain_games, nodes=PRETRAIN_NODES,
                                                 seed=args.seed))
     run_dir = os.path.join(args.out, "pretrain")
     net = config.network
@@ -189,7 +194,7 @@ def write_report(args, config, pretrained, state, vs_random, head_to_head, final
     metrics, out = state["metrics"], args.out
     line_plot(os.path.join(out, "raw_vs_random.png"), [m["iteration"] for m in metrics],
               {f"raw policy as {c}, win rate": [m[f"raw_{c}_win_rate"] for m in metrics] for c in ("white", "black")},
-              "iteration", f"win rate ({args.eval_games} games)", "Gardner: raw policy against random")
+              "iteration", f"win rate ({args.eval_games} games)", f"{args.variant}: raw policy against random")
     losses_plot(os.path.join(out, "losses.png"), metrics)
     rows = [[f"random ({color})", m.games, f"{m.wins}-{m.draws}-{m.losses}",
              "{:.3f} [{:.3f}, {:.3f}]".format(m.win_rate, *m.win_interval),
@@ -203,7 +208,7 @@ def write_report(args, config, pretrained, state, vs_random, head_to_head, final
     if final_ladder is not None:
         games = final_ladder.tally(next(iter(final_ladder.levels))).games
         ladder_text = f"""The agent against Fairy-Stockfish at fixed node budgets (`agents.arena.ladder.play_ladder`), both colors of
-each of {games // 2} published balanced openings (`agents/arena/ladders/gardner.json`), {games} games a level; the levels'
+each of {games // 2} published balanced openings (`agents/arena/ladders/{args.variant}.json`), {games} games a level; the levels'
 Elo is their published calibration (fsf-n1 = 0) and the agent's Elo is fitted to its games with the levels
 held there (95% profile-likelihood interval).
 
@@ -222,7 +227,7 @@ held there (95% profile-likelihood interval).
         if final_ladder is not None:
             curves["final ladder"] = ([minutes[-1]], [final_ladder.elo.elo])
         curves_plot(os.path.join(out, "elo_vs_time.png"), curves, "training wall-clock (minutes)",
-                    "Elo (fsf-n1 = 0)", "Gardner: Elo against Fairy-Stockfish levels, during training")
+                    "Elo (fsf-n1 = 0)", f"{args.variant}: Elo against Fairy-Stockfish levels, during training")
         levels = [k[len("ladder_"):-len("_score")] for k in points[-1] if k.startswith("ladder_fsf")]
         elo_rows = [[m["iteration"], f"{m['training_s'] / 60:.1f}",
                      f"{m['ladder_elo']:+.0f} [{m['ladder_elo_low']:+.0f}, {m['ladder_elo_high']:+.0f}]",
@@ -244,7 +249,8 @@ colors, {2 * args.ladder_openings} games a level) — `elo_vs_time.png`:
                       f"{pretrained['seconds'] / 60:.1f} min in this session), then played ")
     else:
         start_text = "From scratch: "
-    text = f"""# AlphaZero on Gardner 5x5 minichess
+    v = get_variant(args.variant)
+    text = f"""# AlphaZero on {v.title} ({v.width}x{v.height}) minichess
 
 {start_text}{len(metrics)} iterations of {config.selfplay.games_per_iteration} self-play games ({search.simulations} simulations a
 move, games adjudicated drawn at {config.selfplay.ply_limit} plies), a {network.blocks}-block, {network.channels}-channel residual

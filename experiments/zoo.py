@@ -73,6 +73,8 @@ ENTRIES = {
                                notes="The default run (pretrained on Fairy-Stockfish games, then self-play). The "
                                      "2-hour preset measured stronger at 1,000 and 10,000 nodes: "
                                      "docs/results/alphazero-gardner.md."),
+    "losalamos-alphazero": Entry("losalamos", "AlphaZero", ("experiments/alphazero_gardner.py", "--preset",
+                                                         "losalamos"), casual={"simulations": 32}),
     "gomoku-alphazero": Entry("gomoku", "AlphaZero", ("experiments/alphazero_gomoku.py",),
                               casual={"simulations": 32}),
     "gardner-ppo": Entry("gardner", "PPO (built-in, GAE)", ("experiments/ppo_gardner.py", "--rules", "checkmate"),
@@ -156,18 +158,20 @@ def rate_gomoku(name: str, casual: bool) -> list[dict]:
     return out
 
 
-def rate_gardner(name: str, casual: bool) -> list[dict]:
-    """Against random with each colour, and on the Fairy-Stockfish node ladder (agents/arena/ladders/gardner.json:
-    its 100 balanced openings with both colours, 200 games a level) with the Elo fitted against its levels."""
+def rate_chess(name: str, casual: bool) -> list[dict]:
+    """Against random with each colour, and on the variant's Fairy-Stockfish node ladder
+    (agents/arena/ladders/<variant>.json: its 100 balanced openings with both colours, 200 games a level) with the
+    Elo fitted against its levels."""
     from agents.arena.ladder import Ladder, play_ladder
 
-    ladder = Ladder.load("gardner")
+    variant = ENTRIES[name].game
+    ladder = Ladder.load(variant)
     levels = sorted(int(level.removeprefix("fsf-n")) for level in ladder.levels)
     out = []
     for label, _, agent in settings(name, casual):
-        out += [match(label, agent, RandomAgent(1), "gardner", 100, seats) for seats in ("first", "second")]
+        out += [match(label, agent, RandomAgent(1), variant, 100, seats) for seats in ("first", "second")]
         with Progress(len(levels) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
-            result = play_ladder(agent, "gardner", levels, ladder, workers=2,
+            result = play_ladder(agent, variant, levels, ladder, workers=2,
                                  progress=lambda record, done, total: bar.update(done))
         for level in levels:
             t = result.tally(f"fsf-n{level}")
@@ -181,7 +185,7 @@ def rate_gardner(name: str, casual: bool) -> list[dict]:
 
 
 RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,
-           "checkers": rate_checkers, "gomoku": rate_gomoku, "gardner": rate_gardner}
+           "checkers": rate_checkers, "gomoku": rate_gomoku, "gardner": rate_chess, "losalamos": rate_chess}
 
 
 def speed(name: str, casual: bool, positions: int = 20) -> dict:
