@@ -225,17 +225,19 @@ def settings(name: str, casual: bool) -> list[tuple[str, bool, object]]:
     return out
 
 
-def train_entry(name: str, entry: Entry, args: Options) -> str:
-    """The saved agent of the entry's run, trained here unless ``--run`` names a finished one."""
+def train_entry(name: str, entry: Entry, args: Options) -> tuple[str, float | None]:
+    """The saved agent of the entry's run, trained here unless ``--run`` names a finished one, and the minutes the
+    command took here (``None`` for ``--run`` or ``--resume``: not measured whole)."""
     if args.run is not None:
         if not os.path.isfile(os.path.join(args.run, entry.agent, "agent.json")):
             raise SystemExit(f"error: --run {args.run}: no finished run there (no {entry.agent}/agent.json)")
-        return os.path.join(args.run, entry.agent)
+        return os.path.join(args.run, entry.agent), None
     out = os.path.join("runs", "zoo", name)
     command = [sys.executable, *entry.command, "--out", out] + (["--resume"] if args.resume else [])
     print("training:", " ".join(command), flush=True)
+    start = time.perf_counter()
     subprocess.run(command, check=True)
-    return os.path.join(out, entry.agent)
+    return os.path.join(out, entry.agent), None if args.resume else round((time.perf_counter() - start) / 60, 1)
 
 
 def training_minutes(agent_dir: str) -> float:
@@ -269,13 +271,15 @@ def main(argv=None) -> int:
     if args.rate_only:
         card = zoo.card(name)
     else:
-        agent_dir = train_entry(name, entry, args)
+        agent_dir, command_minutes = train_entry(name, entry, args)
         started = machine()
+        training = {"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, {started['cores']} cores",
+                    "date": datetime.date.today().isoformat()}
+        if command_minutes is not None:
+            training["command_minutes"] = command_minutes
         card = zoo.Card(name=name, game=entry.game, algorithm=entry.algorithm, network="", seed=entry.seed,
                         command="python " + " ".join(entry.command), casual=entry.casual, notes=entry.notes,
-                        training={"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, "
-                                  f"{started['cores']} cores", "date": datetime.date.today().isoformat()},
-                        strength=[])
+                        training=training, strength=[])
         zoo.install(name, agent_dir, card)
         card = dataclasses.replace(card, network=network_text(zoo.load(name)))
     print(f"rating {name} ...", flush=True)

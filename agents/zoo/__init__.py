@@ -38,10 +38,12 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 @dataclasses.dataclass(frozen=True)
 class Card:
     """What an entry is and how strong it measured: ``command`` trained it (from a checkout, seed ``seed``)
-    in ``training`` (``minutes``, ``machine``, ``date``); ``strength`` holds one dict per measure (``measure``,
-    ``player``: the setting measured, ``score``, its 95% interval ``low``/``high``, ``count`` of games or
-    positions, ``date``); ``casual`` the load settings of the faster setting (empty: none); ``speed`` the seconds
-    to load it and to choose a move at each setting on one core (medians), as measured when it was rated."""
+    in ``training`` (``minutes`` of training: games and learning; ``command_minutes`` the whole command took, where it
+    was measured: pretraining and the run's own final matches too; ``machine``, ``date``); ``strength`` holds one
+    dict per measure (``measure``, ``player``: the setting measured, ``score``, its 95% interval ``low``/``high``,
+    ``count`` of games or positions, ``elo``: the score is an Elo, ``date``); ``casual`` the load settings of the
+    faster setting (empty: none); ``speed`` the seconds to load it and to choose a move at each setting on one
+    core (medians), as measured when it was rated."""
 
     name: str
     game: str
@@ -136,14 +138,14 @@ def describe(name: str) -> str:
     c = card(name)
     t = c.training
     lines = [f"{c.name}: {c.algorithm} on {c.game}", f"  network:  {c.network}",
-             f"  trained:  {c.command}  (seed {c.seed}; {t.get('minutes', '?')} min on {t.get('machine', '?')}, "
+             f"  trained:  {c.command}  (seed {c.seed}; {_training_time(t)} on {t.get('machine', '?')}, "
              f"{t.get('date', '?')})",
              f"  casual:   {', '.join(f'{k}={v}' for k, v in c.casual.items()) or 'none (plays one way)'}",
              "  strength:"]
     for s in c.strength:
         lines.append(f"    {strength_text(s)}")
     if c.speed:
-        lines.append("  speed:    " + ", ".join(f"{k} {v:.3f} s" for k, v in c.speed.items()))
+        lines.append("  speed:    " + ", ".join(f"{k} {v:.2g} s" for k, v in c.speed.items()))
     if c.notes:
         lines.append(f"  notes:    {c.notes}")
     return "\n".join(lines)
@@ -153,6 +155,12 @@ def strength_text(s: dict) -> str:
     """One measure of a card: ``player: measure score [low, high] (count, date)``."""
     return (f"{s.get('player', '?')}: {s.get('measure', '?')} {_score(s)}{_interval(s, ' ')} "
             f"({s.get('count', '?'):,} {s.get('unit', 'games')}, {s.get('date', '?')})")
+
+
+def _training_time(t: dict) -> str:
+    """``11.0 min of training (35.0 min the whole command)``."""
+    text = f"{t.get('minutes', '?')} min of training"
+    return text + (f" ({t['command_minutes']} min the whole command)" if "command_minutes" in t else "")
 
 
 def _score(s: dict) -> str:
@@ -178,7 +186,7 @@ def markdown() -> str:
         c = card(name)
         t = c.training
         parts += [f"## {c.name}", "", f"{c.algorithm} on `{c.game}`; network: {c.network}.", "",
-                  f"Trained by `{c.command}` (seed {c.seed}) in {t.get('minutes', '?')} minutes on "
+                  f"Trained by `{c.command}` (seed {c.seed}) in {_training_time(t)} on "
                   f"{t.get('machine', '?')}, {t.get('date', '?')}.", "",
                   "Casual setting: " + (", ".join(f"`{k}={v}`" for k, v in c.casual.items()) or "none") + ".", "",
                   "| player | measure | score | 95% interval | count | date |", "|---|---|---:|---|---:|---|"]
@@ -187,7 +195,7 @@ def markdown() -> str:
                          f"| {s.get('count', ''):,} {s.get('unit', 'games')} | {s.get('date', '')} |")
         if c.speed:
             parts += ["", "Speed (one core, medians, when rated): " + ", ".join(
-                f"{k.replace('_', ' ')} {v:.3f} s" for k, v in c.speed.items()) + "."]
+                f"{k.replace('_', ' ')} {v:.2g} s" for k, v in c.speed.items()) + "."]
         if c.notes:
             parts += ["", c.notes]
         parts.append("")
