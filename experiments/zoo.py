@@ -14,7 +14,6 @@ the training time and machine, and each measure with its date.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime
 import os
@@ -22,7 +21,8 @@ import subprocess
 import sys
 import time
 
-from agents.runs import Progress, command_line, machine, machine_text  # first: the OpenMP setting, before torch
+from agents.runs import (  # first: the OpenMP setting, before torch
+    Progress, checkpoint_dir, command_line, machine, machine_text, read_state)
 
 import torch
 
@@ -185,7 +185,7 @@ def rate_chess(name: str, casual: bool) -> list[dict]:
 
 
 RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,
-           "checkers": rate_checkers, "gomoku": rate_gomoku, "gardner": rate_chess, "losalamos": rate_chess}
+           "checkers": rate_checkers, "gomoku": rate_gomoku}  # a chess variant: rate_chess, on its ladder
 
 
 def speed(name: str, casual: bool, positions: int = 20) -> dict:
@@ -241,13 +241,12 @@ def train_entry(name: str, entry: Entry, args: Options) -> tuple[str, float | No
 
 
 def training_minutes(agent_dir: str) -> float:
-    """Training time of the run whose saved agent is ``agent_dir``, from the metrics beside it: AlphaZero's last
-    ``training_s``; PPO's last ``elapsed_s`` less its evaluations' ``eval_s``."""
-    with open(os.path.join(os.path.dirname(os.path.normpath(agent_dir)), "metrics.csv")) as f:
-        rows = list(csv.DictReader(f))
-    if "training_s" in rows[-1]:
-        return round(float(rows[-1]["training_s"]) / 60, 1)
-    return round((float(rows[-1]["elapsed_s"]) - sum(float(r["eval_s"] or 0) for r in rows)) / 60, 1)
+    """Training time of the run whose saved agent is ``agent_dir``, from the checkpoint beside it: AlphaZero's
+    ``training_s``; PPO's :func:`~agents.ppo.common.train_seconds`."""
+    from agents.ppo.common import train_seconds
+
+    metrics = read_state(checkpoint_dir(os.path.dirname(os.path.normpath(agent_dir)))).metrics
+    return round((metrics[-1]["training_s"] if "training_s" in metrics[-1] else train_seconds(metrics)) / 60, 1)
 
 
 def network_text(agent) -> str:
@@ -284,7 +283,8 @@ def main(argv=None) -> int:
         card = dataclasses.replace(card, network=network_text(zoo.load(name)))
     print(f"rating {name} ...", flush=True)
     started = machine()
-    strength = [{**s, "date": datetime.date.today().isoformat()} for s in RATINGS[entry.game](name, bool(card.casual))]
+    rate = RATINGS.get(entry.game, rate_chess)
+    strength = [{**s, "date": datetime.date.today().isoformat()} for s in rate(name, bool(card.casual))]
     card = dataclasses.replace(card, strength=strength, speed=speed(name, bool(card.casual)))
     directory = zoo.entry_dir(name)
     zoo.install(name, directory, card)

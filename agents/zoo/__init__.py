@@ -145,7 +145,7 @@ def describe(name: str) -> str:
     for s in c.strength:
         lines.append(f"    {strength_text(s)}")
     if c.speed:
-        lines.append("  speed:    " + ", ".join(f"{k} {v:.2g} s" for k, v in c.speed.items()))
+        lines.append(f"  speed:    {_speed_text(c.speed)}")
     if c.notes:
         lines.append(f"  notes:    {c.notes}")
     return "\n".join(lines)
@@ -163,12 +163,18 @@ def _training_time(t: dict) -> str:
     return text + (f" ({t['command_minutes']} min the whole command)" if "command_minutes" in t else "")
 
 
+def _speed_text(speed: dict) -> str:
+    """``load rated 0.017 s, move rated 0.085 s``."""
+    return ", ".join(f"{k.replace('_', ' ')} {v:.2g} s" for k, v in speed.items())
+
+
 def _score(s: dict) -> str:
     """A measure's score: an Elo (``elo`` true) as ``+505``, else a share as ``0.9765``."""
     return f"{s.get('score', float('nan')):+.0f}" if s.get("elo") else f"{s.get('score', float('nan')):.4f}"
 
 
 def _interval(s: dict, before: str = "") -> str:
+    """A measure's 95% interval, ``[0.513, 0.649]`` or for an Elo ``[+487, +550]``; empty where it has none."""
     if "low" not in s or "high" not in s:
         return ""
     return before + (f"[{s['low']:+.0f}, {s['high']:+.0f}]" if s.get("elo") else f"[{s['low']:.3f}, {s['high']:.3f}]")
@@ -194,8 +200,7 @@ def markdown() -> str:
             parts.append(f"| {s.get('player', '')} | {s.get('measure', '')} | {_score(s)} | {_interval(s)} "
                          f"| {s.get('count', ''):,} {s.get('unit', 'games')} | {s.get('date', '')} |")
         if c.speed:
-            parts += ["", "Speed (one core, medians, when rated): " + ", ".join(
-                f"{k.replace('_', ' ')} {v:.2g} s" for k, v in c.speed.items()) + "."]
+            parts += ["", f"Speed (one core, medians, when rated): {_speed_text(c.speed)}."]
         if c.notes:
             parts += ["", c.notes]
         parts.append("")
