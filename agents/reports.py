@@ -142,8 +142,8 @@ def write_alphazero_report(out: str, text: str, config, agent_path: str, simulat
     """``out``/report.md: ``text``, then the run's settings and how to load and play the agent it saved."""
     how = f"MCTS with {simulations} simulations" + (f", {move_choice}" if move_choice else "")
     text = text.rstrip("\n") + f"\n\n## Settings\n\n```\n{settings_text(config)}\n```\n\n"
-    text += (f"The trained agent: `agents.load(\"{agent_path}\")` ({how}; pass `simulations=0` to `AlphaZeroAgent.load` "
-             "for the raw policy). It plays from PettingZoo's observation, "
+    text += (f"The trained agent: `agents.load(\"{agent_path}\")` ({how}; pass `simulations=0` to "
+             "`AlphaZeroAgent.load` for the raw policy). It plays from PettingZoo's observation, "
              "`agent.act(obs[\"observation\"], obs[\"action_mask\"])`, and on `agents.games` games, `agent(games)`.\n")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)

@@ -18,18 +18,10 @@ from agents.games import SEAT_NAMES, new_game
 from agents.players.uci import EngineNotFoundError
 from agents.spec import LOCAL_LIMITS, board_game_kinds, check_limits, from_spec, is_board_game
 from minichess_envs.encoding import ObservationEncoding
-from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Position
-from minichess_envs.extras import MissingExtraError
+from minichess_envs.engine import BLACK, COLOR_NAMES, UNICODE_PIECES, WHITE, Move, Position
 from minichess_envs.pgn import game_pgn, parse_san, san
 from minichess_envs.players import choose_action, legal_action
 from minichess_envs.variants import get_variant
-
-HELP = """\
-Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
-  moves   list the legal moves        hint    suggest a move
-  undo    take back your last move    flip    turn the board around
-  board   show the board again        resign  give up the game
-  quit    stop here (the game is saved unfinished)   help    this text"""
 
 RESIGNATION, TIME_FORFEIT, ABANDONED = "resignation", "time forfeit", "abandoned"
 _ASCII = str.maketrans({symbol: letter for letter, symbol in UNICODE_PIECES.items()})
@@ -101,10 +93,29 @@ def loss(colour: int) -> str:
 
 
 class Console:
-    """A person at ``stdin`` and ``stdout``: what a terminal game says, and the lines it reads."""
+    """A person at ``stdin`` and ``stdout`` (in seat ``human``: 0 White or the first player) playing ``agent`` in
+    ``rules``, a chess variant or a board game as :func:`~agents.spec.from_spec` takes it: what a terminal game says and
+    reads, and the commands of both kinds of game. A subclass plays the moves (:meth:`choose`, :meth:`play`,
+    :meth:`human_move`, :meth:`undo`), names them (:meth:`move_name`, :meth:`legal_names`) and shows the game
+    (:meth:`show`, ``HELP``)."""
 
-    stdin: TextIO
-    stdout: TextIO
+    HELP: str
+
+    def __init__(self, rules, agent: Agent, human: int, hint: str, seed: int | None, stdin: TextIO | None,
+                 stdout: TextIO | None):
+        self.rules = rules
+        self.agent = agent
+        self.human = human
+        it = getattr(agent, "name", "agent")
+        self.names = ("you", it) if human == 0 else (it, "you")
+        self.hint_spec = hint
+        self._hint_agent = None
+        self.seed = seed
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.result, self.termination = "*", None
+        if hasattr(agent, "reset"):
+            agent.reset(seed)
 
     def say(self, text: str = "") -> None:
         print(text, file=self.stdout, flush=True)
@@ -123,10 +134,73 @@ class Console:
             self.say(line.rstrip("\n").replace("\ufffd", "?"))
         return line
 
+    def finish(self, result: str, termination: str) -> None:
+        self.result, self.termination = result, termination
+
+    def agent_turn(self) -> None:
+        try:
+            move = self.choose(self.agent)
+        except Exception as exc:  # an engine that died, a broken checkpoint, a missing extra: end the game, keep it
+            self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
+            return self.finish("*", ABANDONED)
+        self.play(move)
+        if self.termination is None:
+            self.show()
+
+    def human_turn(self, prompt: str) -> None:
+        """Read a line: a command (:meth:`command`) or the person's move (:meth:`human_move`)."""
+        line = self.read(prompt)
+        if line is None:
+            self.say("(end of input: the game stops here)")
+            return self.finish("*", ABANDONED)
+        word = line.strip()
+        if not word:
+            return
+        if "\ufffd" in word:  # bytes that were not text (see _lenient): say so, the game goes on
+            return self.say("? that line is not UTF-8 text: type a move or 'help'")
+        if not self.command(word.lower()):
+            self.human_move(word)
+
+    def command(self, command: str) -> bool:
+        """Do what ``command`` (in lower case) says; ``False`` if it is no command."""
+        if command in ("help", "?"):
+            self.say(self.HELP)
+        elif command == "moves":
+            self.say("legal moves: " + self.legal_names())
+        elif command == "board":
+            self.show()
+        elif command == "undo":
+            self.undo()
+        elif command == "hint":
+            self.hint()
+        elif command == "resign":
+            self.finish(loss(self.human), RESIGNATION)
+        elif command in ("quit", "exit"):
+            self.finish("*", ABANDONED)
+        else:
+            return False
+        return True
+
+    def hint(self) -> None:
+        try:
+            if self._hint_agent is None:
+                self._hint_agent = from_spec(self.hint_spec, self.rules, seed=self.seed)
+            move = self.choose(self._hint_agent)
+        except (ValueError, OSError, RuntimeError, ImportError) as exc:  # ImportError: a MissingExtraError too
+            return self.say(f"? no hint: {exc}")
+        self.say(f"hint ({self._hint_agent.name}): {self.move_name(move)}")
+
 
 class TerminalGame(Console):
-    """One game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of
-    the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds)."""
+    """One chess game between a person (reading ``stdin``) and ``agent``; :meth:`run` plays it. ``hint`` is the spec
+    of the agent whose move ``hint`` suggests; ``now`` is the clock's time source (seconds)."""
+
+    HELP = """\
+Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
+  moves   list the legal moves        hint    suggest a move
+  undo    take back your last move    flip    turn the board around
+  board   show the board again        resign  give up the game
+  quit    stop here (the game is saved unfinished)   help    this text"""
 
     def __init__(self, variant: str, agent: Agent, human: int = WHITE, *, fen: str | None = None,
                  hint: str | None = None, clock: Clock | None = None, ply_limit: int | None = None,
@@ -134,29 +208,18 @@ class TerminalGame(Console):
                  stdout: TextIO | None = None, now: Callable[[], float] = time.monotonic):
         self.variant = get_variant(variant)
         self.position = Position(self.variant, fen)
-        self.agent = agent
-        self.human = human
-        it = getattr(agent, "name", "agent")
-        self.names = ("you", it) if human == WHITE else (it, "you")
-        self.encoding = ObservationEncoding(self.variant)
-        self.hint_spec = hint or ("perfect" if self.variant.name == "3x3" else "minimax:2")
-        self._hint_agent = None
-        self.clock = clock
         if ply_limit is not None and (not isinstance(ply_limit, int) or isinstance(ply_limit, bool) or ply_limit < 1):
             raise ValueError(f"the ply limit must be a positive integer, not {ply_limit!r}")
         self.ply_limit = self.variant.ply_limit if ply_limit is None else ply_limit
-        self.seed = seed
-        self.stdin = stdin or sys.stdin
-        self.stdout = stdout or sys.stdout
+        super().__init__(self.variant, agent, human, hint or ("perfect" if self.variant.name == "3x3" else "minimax:2"),
+                         seed, stdin, stdout)
+        self.encoding = ObservationEncoding(self.variant)
+        self.clock = clock
         self.unicode = _can_print_unicode(self.stdout) if unicode is None else unicode
         self.now = now
         self.flipped = human == BLACK
         self.shown = -1  # the ply of the board last printed
-        self._turn_started = (-1, 0.0)  # (ply, time) the person's current turn began
-        self.result = "*"
-        self.termination = None
-        if hasattr(agent, "reset"):
-            agent.reset(seed)
+        self._thinking_since = (-1, 0.0)  # (ply, time) the side to move began its turn
 
     def show(self) -> None:
         self.shown = self.position.ply
@@ -175,19 +238,30 @@ class TerminalGame(Console):
         if status:
             self.say("   ".join(status))
 
+    def legal_names(self) -> str:
+        return " ".join(san(self.position, move) for move in self.position.legal_moves)
+
+    def move_name(self, move: Move) -> str:
+        return san(self.position, move)
+
+    def choose(self, agent: Agent) -> Move:
+        return self.position.action_to_move(choose_action(agent, self.position, self.encoding))
+
     def run(self) -> str:
         """Play until the game ends; returns the result (``"*"`` if abandoned)."""
         self.say(f"{self.variant.name} ({self.variant.width}x{self.variant.height}): you play "
                  f"{COLOR_NAMES[self.human]} against {self.names[1 - self.human]}. Type 'help' for commands.")
         self.show()
         while self.termination is None:
+            if self._thinking_since[0] != self.position.ply:  # commands and bad input do not stop the clock
+                self._thinking_since = (self.position.ply, self.now())
             outcome = self.position.outcome()
             if outcome is not None:
                 self.finish(outcome.result(), outcome.termination.name.lower().replace("_", " "))
             elif self.position.ply >= self.ply_limit:
                 self.finish("1/2-1/2", PLY_LIMIT)
             elif self.position.turn == self.human:
-                self.human_turn()
+                self.human_turn(f"{move_number(self.position)} your move: ")
             else:
                 self.agent_turn()
         if self.shown != self.position.ply:
@@ -196,60 +270,24 @@ class TerminalGame(Console):
         self.say(f"game over: {self.result} ({winner}, {self.termination})")
         return self.result
 
-    def finish(self, result: str, termination: str) -> None:
-        self.result, self.termination = result, termination
-
-    def play(self, move, started: float) -> None:
-        """Play ``move`` for the side to move, thought about since ``started``, unless its flag falls."""
-        if self.clock and not self.clock.spend(self.position.turn, self.now() - started):
+    def play(self, move: Move) -> None:
+        """Play ``move`` for the side to move, unless its flag falls."""
+        if self.clock and not self.clock.spend(self.position.turn, self.now() - self._thinking_since[1]):
             return self.finish(loss(self.position.turn), TIME_FORFEIT)
         self.position.push(move)
 
-    def agent_turn(self) -> None:
-        start = self.now()
-        try:
-            action = choose_action(self.agent, self.position, self.encoding)
-        except Exception as exc:  # an engine that died, a broken checkpoint: end the game, keep it
-            self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
-            return self.finish("*", ABANDONED)
-        self.play(self.position.action_to_move(action), start)
-        if self.termination is None:
-            self.show()
+    def command(self, command: str) -> bool:
+        if command == "flip":
+            self.flipped = not self.flipped
+            command = "board"  # shown turned around
+        return super().command(command)
 
-    def human_turn(self) -> None:
-        if self._turn_started[0] != self.position.ply:  # commands and bad input do not stop the clock
-            self._turn_started = (self.position.ply, self.now())
-        line = self.read(f"{move_number(self.position)} your move: ")
-        if line is None:
-            self.say("(end of input: the game stops here)")
-            return self.finish("*", ABANDONED)
-        word = line.strip()
-        command = word.lower()
-        if not word:
-            return
-        if "\ufffd" in word:  # bytes that were not text (see _lenient): say so, the game goes on
-            return self.say("? that line is not UTF-8 text: type a move or 'help'")
-        if command in ("help", "?"):
-            self.say(HELP)
-        elif command == "moves":
-            self.say("legal moves: " + " ".join(san(self.position, m) for m in self.position.legal_moves))
-        elif command in ("board", "flip"):
-            self.flipped ^= command == "flip"
-            self.show()
-        elif command == "undo":
-            self.undo()
-        elif command == "hint":
-            self.hint()
-        elif command == "resign":
-            self.finish(loss(self.human), RESIGNATION)
-        elif command in ("quit", "exit"):
-            self.finish("*", ABANDONED)
-        else:
-            try:
-                move = parse_san(self.position, word)  # SAN or UCI
-            except ValueError as exc:  # IllegalMoveError and AmbiguousMoveError are ValueErrors
-                return self.say(f"? {exc}")
-            self.play(move, self._turn_started[1])
+    def human_move(self, word: str) -> None:
+        try:
+            move = parse_san(self.position, word)  # SAN or UCI
+        except ValueError as exc:  # IllegalMoveError and AmbiguousMoveError are ValueErrors
+            return self.say(f"? {exc}")
+        self.play(move)
 
     def undo(self) -> None:
         """Take back the person's last move and the agent's reply to it."""
@@ -262,26 +300,9 @@ class TerminalGame(Console):
             self.position.pop()
         self.show()
 
-    def hint(self) -> None:
-        try:
-            if self._hint_agent is None:
-                self._hint_agent = from_spec(self.hint_spec, self.variant, seed=self.seed)
-            move = self.position.action_to_move(choose_action(self._hint_agent, self.position, self.encoding))
-        except (ValueError, OSError, RuntimeError, MissingExtraError) as exc:
-            return self.say(f"? no hint: {exc}")
-        self.say(f"hint ({self._hint_agent.name}): {san(self.position, move)}")
-
     def pgn(self, event: str = "minichess play") -> str:
         headers = {"Event": event, "White": self.names[0], "Black": self.names[1], "Result": self.result}
         return game_pgn(self.position, {**headers, "Termination": self.termination} if self.termination else headers)
-
-
-BOARD_GAME_HELP = """\
-Type a move by its name (see 'moves'), or a command:
-  moves   list the legal moves        hint    suggest a move
-  undo    take back your last move    board   show the board again
-  resign  give up the game            quit    stop here
-  help    this text"""
 
 
 def board_game_text(game) -> str:
@@ -303,26 +324,36 @@ class BoardGameTerminal(Console):
     ``human``: 0 first, 1 second) and ``agent``; :meth:`run` plays it. ``hint`` is the spec of the agent whose
     move ``hint`` suggests (default: the game's exact solver or alpha-beta depth 2)."""
 
+    HELP = """\
+Type a move by its name (see 'moves'), or a command:
+  moves   list the legal moves        hint    suggest a move
+  undo    take back your last move    board   show the board again
+  resign  give up the game            quit    stop here
+  help    this text"""
+
     def __init__(self, name: str, agent: Agent, human: int = 0, *, hint: str | None = None, seed: int | None = None,
                  stdin: TextIO | None = None, stdout: TextIO | None = None):
-        self.name, self.agent, self.human, self.seed = name, agent, human, seed
+        self.name = name
         self.game = new_game(name)
         self.history = []  # the game before each move, for undo
         self.moves: list[str] = []
-        it = getattr(agent, "name", "agent")
-        self.names = ("you", it) if human == 0 else (it, "you")
-        self.hint_spec = hint or ("alpha-beta:2" if "alpha-beta" in board_game_kinds(name) else "perfect")
-        self._hint_agent = None
-        self.stdin, self.stdout = stdin or sys.stdin, stdout or sys.stdout
-        self.result, self.termination = "*", None
-        if hasattr(agent, "reset"):
-            agent.reset(seed)
+        super().__init__(name, agent, human, hint or ("alpha-beta:2" if "alpha-beta" in board_game_kinds(name)
+                                                      else "perfect"), seed, stdin, stdout)
 
     def show(self) -> None:
         self.say()
         self.say(board_game_text(self.game))
         if self.moves:
             self.say(f"last move: {self.moves[-1]} ({self.names[self.history[-1].to_play()]})")
+
+    def legal_names(self) -> str:
+        return " ".join(self.game.action_name(action) for action in self.game.legal_actions())
+
+    def move_name(self, action: int) -> str:
+        return self.game.action_name(action)
+
+    def choose(self, agent: Agent) -> int:
+        return choose_action(agent, self.game)
 
     def run(self) -> str:
         """Play until the game ends; returns the result, the first player's points first (``"*"`` if abandoned)."""
@@ -332,14 +363,14 @@ class BoardGameTerminal(Console):
         while self.termination is None:
             if self.game.is_over():
                 winner = self.game.winner()
-                self.result = {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner]
-                self.termination = "draw" if winner is None else "win"
-                self.say(f"game over: {self.result} ("
-                         f"{'draw' if winner is None else self.names[winner] + ' won'})")
+                self.finish({None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner], "draw" if winner is None else "win")
+                self.say(f"game over: {self.result} ({'draw' if winner is None else self.names[winner] + ' won'})")
             elif self.game.to_play() == self.human:
-                self.human_turn()
+                self.human_turn(f"your move ({SEAT_NAMES[self.human]}): ")
             else:
                 self.agent_turn()
+        if self.termination == RESIGNATION:
+            self.say(f"game over: {self.result} (you resigned)")
         self.say("moves: " + " ".join(self.moves))
         return self.result
 
@@ -348,49 +379,15 @@ class BoardGameTerminal(Console):
         self.moves.append(self.game.action_name(action))
         self.game.step(action)
 
-    def agent_turn(self) -> None:
+    def human_move(self, word: str) -> None:
+        word = word.lower()
         try:
-            action = choose_action(self.agent, self.game)
-        except Exception as exc:  # a broken checkpoint, a missing extra: end the game, keep it
-            self.say(f"error: {self.names[1 - self.human]} failed to move: {type(exc).__name__}: {exc}")
-            self.result, self.termination = "*", ABANDONED
-            return
+            action = legal_action(self.game, word, "you")
+        except ValueError:  # IllegalMoveError
+            return self.say(f"? {word!r} is no legal move here; legal moves: {self.legal_names()}")
         self.play(action)
-        self.show()
-
-    def human_turn(self) -> None:
-        line = self.read(f"your move ({SEAT_NAMES[self.human]}): ")
-        if line is None:
-            self.say("(end of input: the game stops here)")
-            self.result, self.termination = "*", ABANDONED
-            return
-        word = line.strip().lower()
-        if not word:
-            return
-        if word in ("help", "?"):
-            self.say(BOARD_GAME_HELP)
-        elif word == "moves":
-            self.say("legal moves: " + " ".join(self.game.action_name(a) for a in self.game.legal_actions()))
-        elif word == "board":
+        if self.game.to_play() == self.human and not self.game.is_over():  # a jump goes on: show where
             self.show()
-        elif word == "undo":
-            self.undo()
-        elif word == "hint":
-            self.hint()
-        elif word == "resign":
-            self.result, self.termination = ("0-1" if self.human == 0 else "1-0"), RESIGNATION
-            self.say(f"game over: {self.result} (you resigned)")
-        elif word in ("quit", "exit"):
-            self.result, self.termination = "*", ABANDONED
-        else:
-            try:
-                action = legal_action(self.game, word, "you")
-            except ValueError:  # IllegalMoveError
-                legal = " ".join(self.game.action_name(a) for a in self.game.legal_actions())
-                return self.say(f"? {word!r} is no legal move here; legal moves: {legal}")
-            self.play(action)
-            if self.game.to_play() == self.human and not self.game.is_over():  # a jump goes on: show where
-                self.show()
 
     def undo(self) -> None:
         """Take back the person's last move (a whole multi-jump) and the agent's replies after it."""
@@ -401,15 +398,6 @@ class BoardGameTerminal(Console):
         self.game = self.history[starts[-1]]
         del self.history[starts[-1]:], self.moves[starts[-1]:]
         self.show()
-
-    def hint(self) -> None:
-        try:
-            if self._hint_agent is None:
-                self._hint_agent = from_spec(self.hint_spec, self.name, seed=self.seed)
-            action = choose_action(self._hint_agent, self.game)
-        except (ValueError, OSError, RuntimeError, ImportError) as exc:
-            return self.say(f"? no hint: {exc}")
-        self.say(f"hint ({self._hint_agent.name}): {self.game.action_name(action)}")
 
 
 def _lenient(stream: TextIO) -> TextIO:
@@ -429,46 +417,36 @@ def _flag(flag: str, check, value):
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def run_board_game(args) -> int:
-    """``minichess play`` of a board game: the chess options are refused, the moves printed at the end."""
-    for flag, value in (("--fen", args.fen), ("--clock", args.clock), ("--ply-limit", args.ply_limit),
-                        ("--pgn", args.pgn)):
-        if value is not None:
-            raise ValueError(f"{flag} applies to chess variants, not {args.variant}")
-    if args.color in ("white", "black"):
-        raise ValueError(f"--color: a board game's seats are first and second (or random), not {args.color}")
-    human = {None: 0, "first": 0, "second": 1, "random": random.Random(args.seed).choice((0, 1))}[args.color]
-    if args.hint is not None:
-        _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)
-    agent = _flag("--opponent", lambda spec: from_spec(spec, args.variant, seed=args.seed), args.opponent)
-    game = BoardGameTerminal(args.variant, agent, human, hint=args.hint, seed=args.seed, stdin=_lenient(sys.stdin))
-    try:
-        game.run()
-    except KeyboardInterrupt:
-        game.say("\n(interrupted: the game stops here)")
-    finally:
-        close_agents([agent])
-    return 0
-
-
 def run(args) -> int:
-    """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`)."""
-    if is_board_game(args.variant):
-        return run_board_game(args)
-    if args.color in ("first", "second"):
+    """``minichess play`` (``args`` from :func:`minichess_envs.cli.main`) of a chess variant, or of a board game (the
+    chess flags refused, the moves printed at the end)."""
+    board = is_board_game(args.variant)
+    if board:
+        for flag, value in (("--fen", args.fen), ("--clock", args.clock), ("--ply-limit", args.ply_limit),
+                            ("--pgn", args.pgn)):
+            if value is not None:
+                raise ValueError(f"{flag} applies to chess variants, not {args.variant}")
+        if args.color in ("white", "black"):
+            raise ValueError(f"--color: a board game's seats are first and second (or random), not {args.color}")
+    elif args.color in ("first", "second"):
         raise ValueError(f"--color: a chess variant's colours are white and black, not {args.color}")
-    v = get_variant(args.variant)
-    colour = {None: WHITE, "white": WHITE, "black": BLACK,
-              "random": random.Random(args.seed).choice((WHITE, BLACK))}[args.color]
+    if args.color == "random":
+        human = random.Random(args.seed).choice((0, 1))
+    else:
+        human = 1 if args.color in ("black", "second") else 0  # White or the first player by default
+    rules = args.variant if board else get_variant(args.variant)
     clock = _flag("--clock", parse_clock, args.clock) if args.clock is not None else None
     if args.hint is not None:
         _flag("--hint", lambda spec: check_limits(spec, LOCAL_LIMITS), args.hint)  # before the game, not at 'hint'
-    agent = _flag("--opponent", lambda spec: from_spec(spec, v, seed=args.seed, limits=LOCAL_LIMITS), args.opponent)
-    if args.fen is not None:
-        _flag("--fen", lambda fen: Position(v, fen), args.fen)  # a bad FEN fails here, before the game starts
-    game = _flag("--ply-limit", lambda limit: TerminalGame(
-        v, agent, colour, fen=args.fen, hint=args.hint, ply_limit=limit, clock=clock, seed=args.seed,
-        unicode=False if args.ascii else None, stdin=_lenient(sys.stdin)), args.ply_limit)
+    agent = _flag("--opponent", lambda spec: from_spec(spec, rules, seed=args.seed, limits=LOCAL_LIMITS), args.opponent)
+    if board:
+        game = BoardGameTerminal(rules, agent, human, hint=args.hint, seed=args.seed, stdin=_lenient(sys.stdin))
+    else:
+        if args.fen is not None:
+            _flag("--fen", lambda fen: Position(rules, fen), args.fen)  # a bad FEN fails here, before the game starts
+        game = _flag("--ply-limit", lambda limit: TerminalGame(
+            rules, agent, human, fen=args.fen, hint=args.hint, ply_limit=limit, clock=clock, seed=args.seed,
+            unicode=False if args.ascii else None, stdin=_lenient(sys.stdin)), args.ply_limit)
     try:
         game.run()
     except KeyboardInterrupt:
@@ -476,12 +454,14 @@ def run(args) -> int:
         game.finish("*", ABANDONED)
     finally:
         close_agents([agent])
+    if board:
+        return 0
     text = game.pgn()
     if args.pgn == "-":
         game.say()
         game.say(text.rstrip())
         return 0
-    path = args.pgn or f"minichess-{v.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}.pgn"
+    path = args.pgn or f"minichess-{rules.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}.pgn"
     try:
         with open(path, "w") as f:
             f.write(text)

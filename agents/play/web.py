@@ -97,16 +97,18 @@ def bounded(fn, *args, seconds: float, stops: tuple[threading.Event, ...] = ()):
 class ServerGame:
     """What every game on the server has, a chess variant's (:class:`WebGame`) or a board game's
     (:class:`BoardWebGame`): who plays each seat, the agents, whether one is thinking, how the game ended. A subclass
-    says how a move is read, played (:meth:`push`) and taken back (:meth:`pop_turn`), and what :meth:`state` shows."""
+    says how a move is read, played (:meth:`push`) and taken back (:meth:`pop_turn`), how the rules end the game
+    (:meth:`outcome`), and what the :meth:`state` lists as legal and shows besides (:meth:`details`)."""
 
     kind: str  # "chess" or "board", in the state
     seat_names: tuple[str, str]  # the keys of players and names in the state: white/black, first/second
 
-    def __init__(self, game_id: str, players: tuple[str, str], agents: list[Agent | None], names: tuple[str, str]):
-        self.id = game_id
+    def __init__(self, players: tuple[str, str], agents: list[Agent | None], names: tuple[str, str] | None = None):
+        self.id = secrets.token_urlsafe(9)  # in the game's URLs
         self.players = players
         self.agents = agents
-        self.names = names
+        # shown for each seat (default: the agent's name, else its spec, or "human")
+        self.names = names or tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
         self.resigned: int | None = None
         self.busy = False  # an agent is thinking; the game does not change meanwhile
         self.agent_lock = threading.Lock()  # agents are not thread-safe: one call at a time (move or analysis)
@@ -126,9 +128,30 @@ class ServerGame:
 
     def status(self) -> tuple[str, str | None]:
         """``(result, termination)``, the first seat's points first; ``("*", None)`` while the game goes on."""
+        if self.resigned is not None:
+            return loss(self.resigned), RESIGNATION
+        return self.outcome()
+
+    def outcome(self) -> tuple[str, str | None]:
+        """:meth:`status` by the rules alone (no resignation)."""
         raise NotImplementedError
 
     def state(self) -> dict:
+        """The game as the page sees it (docs/play.md): what every game has, and its :meth:`details`."""
+        result, termination = self.status()
+        over = termination is not None
+        seats = self.seat_names
+        return {"id": self.id, "kind": self.kind, "players": dict(zip(seats, self.players)),
+                "names": dict(zip(seats, self.names)), "ply": self.ply, "turn": seats[self.turn],
+                "to_move": self.players[self.turn], "history": self.history, "legal": [] if over else self.legal(),
+                "result": result, "termination": termination, "over": over, "busy": self.busy, **self.details(over)}
+
+    def legal(self) -> list[dict]:
+        """The legal moves, as the state lists them."""
+        raise NotImplementedError
+
+    def details(self, over: bool) -> dict:
+        """What the state shows of this kind of game (``over``: whether it has ended)."""
         raise NotImplementedError
 
     def snapshot(self):
@@ -175,9 +198,9 @@ class WebGame(ServerGame):
 
     kind, seat_names = "chess", COLOR_NAMES
 
-    def __init__(self, game_id: str, position: Position, players: tuple[str, str], agents: list[Agent | None],
-                 names: tuple[str, str], ply_limit: int, headers: dict | None = None):
-        super().__init__(game_id, players, agents, names)
+    def __init__(self, position: Position, players: tuple[str, str], agents: list[Agent | None],
+                 names: tuple[str, str] | None, ply_limit: int, headers: dict | None = None):
+        super().__init__(players, agents, names)
         self.ply_limit = ply_limit
         self.headers = dict(headers or {})
         self.encoding = ObservationEncoding(position.variant)
@@ -199,11 +222,9 @@ class WebGame(ServerGame):
         entry["fen"] = self.position.fen()
         self.history.append(entry)
 
-    def pop(self) -> None:
+    def pop_turn(self) -> None:
         self.position.pop()
         self.history.pop()
-
-    pop_turn = pop
 
     def read_move(self, data: dict) -> str:
         return _field(data, "move", None)
@@ -214,10 +235,7 @@ class WebGame(ServerGame):
         except ValueError as exc:  # illegal, ambiguous or not a move
             raise HTTPException(422, str(exc)) from None
 
-    def status(self) -> tuple[str, str | None]:
-        """``(result, termination)``; ``("*", None)`` while the game goes on."""
-        if self.resigned is not None:
-            return loss(self.resigned), RESIGNATION
+    def outcome(self) -> tuple[str, str | None]:
         outcome = self.position.outcome()
         if outcome is not None:
             return outcome.result(), outcome.termination.name.lower().replace("_", " ")
@@ -225,20 +243,15 @@ class WebGame(ServerGame):
             return "1/2-1/2", PLY_LIMIT
         return "*", None
 
-    def state(self) -> dict:
+    def legal(self) -> list[dict]:
+        pos = self.position
+        return [{"uci": m.uci(), "san": san(pos, m), "from": m.from_square, "to": m.to_square, "promotion": m.promotion}
+                for m in pos.legal_moves]
+
+    def details(self, over: bool) -> dict:
         pos, v = self.position, self.position.variant
-        result, termination = self.status()
-        over = termination is not None
-        legal = [] if over else [
-            {"uci": m.uci(), "san": san(pos, m), "from": m.from_square, "to": m.to_square, "promotion": m.promotion}
-            for m in pos.legal_moves
-        ]
-        return {"id": self.id, "kind": self.kind, "variant": {"name": v.name, "width": v.width, "height": v.height},
-                "players": dict(zip(COLOR_NAMES, self.players)), "names": dict(zip(COLOR_NAMES, self.names)),
-                "start_fen": pos.root_fen, "fen": pos.fen(), "ply": pos.ply, "turn": COLOR_NAMES[pos.turn],
-                "to_move": self.players[pos.turn], "check": pos.is_check() and not over, "history": self.history,
-                "legal": legal, "result": result, "termination": termination, "over": over, "busy": self.busy,
-                "ply_limit": self.ply_limit}
+        return {"variant": {"name": v.name, "width": v.width, "height": v.height}, "start_fen": pos.root_fen,
+                "fen": pos.fen(), "check": pos.is_check() and not over, "ply_limit": self.ply_limit}
 
     def pgn(self) -> str:
         result, termination = self.status()
@@ -280,9 +293,8 @@ class BoardWebGame(ServerGame):
 
     kind, seat_names = "board", SEAT_NAMES
 
-    def __init__(self, game_id: str, game: Game, players: tuple[str, str], agents: list[Agent | None],
-                 names: tuple[str, str]):
-        super().__init__(game_id, players, agents, names)
+    def __init__(self, game: Game, players: tuple[str, str], agents: list[Agent | None]):
+        super().__init__(players, agents)
         self.game = game
         self.info = board_game_info(game)
         self.before: list[Game] = []  # the game before each action, for undo
@@ -295,23 +307,23 @@ class BoardWebGame(ServerGame):
     def turn(self) -> int:
         return self.game.to_play()
 
-    def push(self, action: int) -> None:
+    def describe(self, action: int) -> dict:
+        """``{action, name, from, to}`` of ``action`` now (``from`` and ``to`` cells; ``from``: ``None`` for a drop)."""
         start, end = self.game.action_cells(action)
-        entry = {"action": int(action), "name": self.game.action_name(action), "player": self.game.to_play(),
-                 "from": None if start is None else list(start), "to": list(end)}
+        return {"action": int(action), "name": self.game.action_name(action),
+                "from": None if start is None else list(start), "to": list(end)}
+
+    def push(self, action: int) -> None:
+        entry = {**self.describe(action), "player": self.game.to_play()}
         self.before.append(self.game.copy())
         self.game.step(action)
-        entry["cells"] = self.game.cells()
-        self.history.append(entry)
-
-    def pop(self) -> None:
-        self.game = self.before.pop()
-        self.history.pop()
+        self.history.append({**entry, "cells": self.game.cells()})
 
     def pop_turn(self) -> None:
         player = self.history[-1]["player"]
         while self.history and self.history[-1]["player"] == player:  # the jumps of one multi-jump
-            self.pop()
+            self.game = self.before.pop()
+            self.history.pop()
 
     def read_move(self, data: dict) -> str | int:
         """``{"move": NAME}`` (a legal move's ``name``: ``"c3"``, ``"d"``, ``"11-15"``, ``"11x18"``) or
@@ -343,36 +355,20 @@ class BoardWebGame(ServerGame):
                                 f"legal moves: {_listed(names)}")
         self.push(names[move.strip().lower()])
 
-    def status(self) -> tuple[str, str | None]:
-        """``(result, termination)``: ``"win"``, ``"draw"`` or ``"resignation"``; ``("*", None)`` while it goes on."""
-        if self.resigned is not None:
-            return loss(self.resigned), RESIGNATION
+    def outcome(self) -> tuple[str, str | None]:
+        """Its termination: ``"win"`` or ``"draw"``."""
         if self.game.is_over():
             winner = self.game.winner()
             return {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner], "draw" if winner is None else "win"
         return "*", None
 
-    def winner(self) -> int | None:
-        if self.resigned is not None:
-            return 1 - self.resigned
-        return self.game.winner() if self.game.is_over() else None
+    def legal(self) -> list[dict]:
+        return [self.describe(action) for action in self.game.legal_actions()]
 
-    def state(self) -> dict:
-        result, termination = self.status()
-        over, game = termination is not None, self.game
-        legal = []
-        for action in [] if over else game.legal_actions():
-            start, end = game.action_cells(action)
-            legal.append({"action": int(action), "name": game.action_name(action),
-                          "from": None if start is None else list(start), "to": list(end)})
+    def details(self, over: bool) -> dict:
         info = {k: v for k, v in self.info.items() if k not in ("cells", "labels")}
-        turn = game.to_play()
-        return {"id": self.id, "kind": self.kind, "game": info, "players": dict(zip(SEAT_NAMES, self.players)),
-                "names": dict(zip(SEAT_NAMES, self.names)), "start_cells": self.info["cells"],
-                "labels": self.info["labels"], "cells": game.cells(), "ply": self.ply, "to_play": turn,
-                "turn": SEAT_NAMES[turn], "to_move": self.players[turn], "history": self.history, "legal": legal,
-                "result": result, "winner": self.winner(), "termination": termination, "over": over,
-                "busy": self.busy}
+        return {"game": info, "start_cells": self.info["cells"], "labels": self.info["labels"],
+                "cells": self.game.cells(), "to_play": self.turn, "winner": {"1-0": 0, "0-1": 1}.get(self.status()[0])}
 
     def snapshot(self) -> Game:
         return self.game.copy()
@@ -521,13 +517,10 @@ class PlayServer:
                 elif name in self.extra_agents:
                     agents.append(self.extra_agents[name](variant))
                 else:
-                    try:
-                        agents.append(from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS))
-                    except EngineNotFoundError as exc:
-                        raise ValueError(str(exc)) from None
+                    agents.append(from_spec(name, variant, allow_paths=False, limits=SERVER_LIMITS))
             # unknown name, wrong variant or game, engine missing, broken saved agent, an extra to install (torch,
             # bitbully, open-spiel)
-            except (ValueError, ImportError) as exc:
+            except (ValueError, ImportError, EngineNotFoundError) as exc:
                 close_agents(agents)
                 raise HTTPException(422, str(exc)) from None
             names.append(name)
@@ -578,15 +571,8 @@ class PlayServer:
                   headers: dict | None = None, names: tuple[str, str] | None = None) -> WebGame:
         """A new game, not yet registered (replaying a long PGN's moves takes a while: a worker thread)."""
         v = position.variant
-        if names is None:
-            names = tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
         limit = v.ply_limit if self.ply_limit is None else min(self.ply_limit, v.ply_limit)
-        return WebGame(secrets.token_urlsafe(9), position, players, agents, names, limit, headers)
-
-    def make_board_game(self, name: str, players: tuple[str, str], agents: list[Agent | None]) -> BoardWebGame:
-        """A new game of board game ``name`` from its start, not yet registered."""
-        names = tuple(HUMAN if a is None else getattr(a, "name", p) for a, p in zip(agents, players))
-        return BoardWebGame(secrets.token_urlsafe(9), new_game(name), players, agents, names)
+        return WebGame(position, players, agents, names, limit, headers)
 
     async def add(self, game: ServerGame) -> ServerGame:
         """Register ``game``, dropping the least recently used idle games beyond ``max_games`` (on the event loop,
@@ -656,18 +642,19 @@ class PlayServer:
                 raise HTTPException(422, f"{name} starts from its own start position: 'fen' is for chess variants")
             players = (_one_of(data, ("first", "white"), HUMAN), _one_of(data, ("second", "black"), HUMAN))
             players, agents = await run_in_threadpool(self.make_agents, players, name)
-            game = await self.add(self.make_board_game(name, players, agents))
-            return JSONResponse(game.state(), status_code=201)
-        try:
-            v = get_variant(name)
-            position = Position(v, _field(data, "fen", None, optional=True))
-        except (ValueError, TypeError) as exc:  # unknown variant, bad FEN
-            extra = f"; board games: {', '.join(BOARD_GAMES)}, gomoku<size>[k<length>]" if "unknown" in str(exc) else ""
-            raise HTTPException(422, f"{exc}{extra}") from None
-        players = (_field(data, "white", HUMAN), _field(data, "black", HUMAN))
-        players, agents = await run_in_threadpool(self.make_agents, players, v)
-        game = await self.add(self.make_game(position, players, agents))
-        return JSONResponse(game.state(), status_code=201)
+            game = BoardWebGame(new_game(name), players, agents)
+        else:
+            try:
+                position = Position(get_variant(name), _field(data, "fen", None, optional=True))
+            except (ValueError, TypeError) as exc:  # unknown variant, bad FEN
+                message = str(exc)
+                if "unknown" in message:
+                    message += f"; board games: {', '.join(BOARD_GAMES)}, gomoku<size>[k<length>]"
+                raise HTTPException(422, message) from None
+            players = (_field(data, "white", HUMAN), _field(data, "black", HUMAN))
+            players, agents = await run_in_threadpool(self.make_agents, players, position.variant)
+            game = self.make_game(position, players, agents)
+        return JSONResponse((await self.add(game)).state(), status_code=201)
 
     async def load_pgn(self, request: Request) -> Response:
         text = _field(await _json(request), "pgn", None)

@@ -67,11 +67,10 @@ class PPOAgent(BatchAgent, NetworkAgent):
     __call__ = act_games
 
     def _observations(self, observations, positions):
-        observations = np.asarray(observations) if observations is not None else None
-        if observations is not None and observations.shape[1:] == self.shape:
-            return observations
+        shape = None if observations is None else np.shape(observations)[1:]
+        if shape == self.shape:
+            return np.asarray(observations)
         if positions is None:
-            shape = None if observations is None else observations.shape[1:]
             raise ValueError(f"{self.name}: observations of shape {shape} are not the {self.shape} "
                              "planes this network reads; pass the positions to have them encoded")
         return np.stack([self.as_game(p).observation() for p in positions])

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import importlib
 import os
+import pkgutil
 import time
 
 import numpy as np
 
 from agents.ppo.agent import PPOAgent
+from agents.ppo.network import PPONet
 from agents.ppo.task import Task, task_for
 from agents.runs import Run, RunState
 from minichess_envs.env import MATERIAL_SCALE
@@ -107,9 +109,19 @@ def initial_weights(settings: PPOSettings, task: Task | None = None) -> dict | N
 
 
 class Backend:
-    """One PPO implementation inside :func:`train` (:data:`BACKENDS`); its methods: docs/ppo.md."""
+    """One PPO implementation inside :func:`train` (:data:`BACKENDS`); its methods: docs/ppo.md. The defaults here
+    serve a backend that trains the plain-torch ``net`` on the games ``envs``."""
 
     kind = "backend"  # the run kind: "native", "rllib" or "sb3"
+
+    def policy_net(self) -> PPONet:
+        return copy.deepcopy(self.net).eval()
+
+    def initialize(self, state_dict: dict) -> None:
+        self.net.load_state_dict(state_dict)
+
+    def close(self) -> None:
+        self.envs.close()
 
 
 def steps_per_game(settings: PPOSettings) -> int:
@@ -155,8 +167,7 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
     task.check_backend(backend)
     if settings.draw_reward and backend != "native":
         raise ValueError(f"draw_reward is a shaping option of the native backend; {backend} takes the env's rewards")
-    module, name = BACKENDS[backend].split(":")
-    make_learner = getattr(importlib.import_module(module), name)  # a missing extra fails here, before any file
+    make_learner = pkgutil.resolve_name(BACKENDS[backend])  # a missing extra fails here, before any file
     run = Run(run_dir, settings, backend, resume=resume, verbose=verbose)  # settings checked before anything is built
     state, learner = run.state, None
 

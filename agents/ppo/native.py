@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 
@@ -221,12 +220,6 @@ class NativeBackend(Backend):
                 row[f"train_win_rate_vs_{kind}"] = float(np.mean([e[2] for e in games])) if games else float("nan")
         return row
 
-    def policy_net(self) -> PPONet:
-        return copy.deepcopy(self.net).eval()
-
-    def initialize(self, state_dict: dict) -> None:
-        self.net.load_state_dict(state_dict)
-
     def state(self) -> dict:
         state = {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(), "iteration": self.iteration}
         if self.pool is not None:
@@ -239,6 +232,3 @@ class NativeBackend(Backend):
         self.iteration = int(state["iteration"])
         if self.pool is not None:
             self.pool.restore(state["pool"])
-
-    def close(self) -> None:
-        self.envs.close()

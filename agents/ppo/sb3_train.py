@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 
@@ -162,8 +161,9 @@ class SB3Backend(Backend):
     def __init__(self, settings: PPOSettings, task: Task):
         torch.set_num_threads(settings.threads)
         self.settings = settings
-        self.env = SB3VecEnv(task.make_envs())
-        self.model = make_model(settings, task.net_config(), self.env)
+        self.envs = SB3VecEnv(task.make_envs())
+        self.model = make_model(settings, task.net_config(), self.envs)
+        self.net = self.model.policy.net  # restore loads SB3's parameters into it in place
 
     def iterate(self) -> dict:
         model, timer = self.model, _RolloutTimer()
@@ -177,12 +177,6 @@ class SB3Backend(Backend):
         row["entropy"] = -row["entropy"]
         return row
 
-    def policy_net(self) -> PPONet:
-        return copy.deepcopy(self.model.policy.net).eval()
-
-    def initialize(self, state_dict: dict) -> None:
-        self.model.policy.net.load_state_dict(state_dict)
-
     def state(self) -> dict:
         return {"parameters": self.model.get_parameters(), "num_timesteps": self.model.num_timesteps,
                 "n_updates": self.model._n_updates}
@@ -191,6 +185,3 @@ class SB3Backend(Backend):
         self.model.set_parameters(state["parameters"], exact_match=True, device="cpu")
         self.model.num_timesteps = int(state["num_timesteps"])
         self.model._n_updates = int(state["n_updates"])
-
-    def close(self) -> None:
-        self.env.close()

@@ -101,12 +101,6 @@ def _tensors(batch: Batch, settings: SupervisedSettings):
             torch.from_numpy(np.asarray(value_target(batch, settings), np.float32)), torch.from_numpy(batch.results))
 
 
-def dataset(settings: SupervisedSettings) -> GameDataset:
-    """The settings' training data (marking the moves that draw when ``draw_penalty`` is on)."""
-    return GameDataset(settings.data, validation=settings.validation, history=settings.history,
-                       last_move=settings.last_move, winning_cp=settings.winning_cp if settings.draw_penalty else None)
-
-
 def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:
     """A fresh network of the kind and size the settings name."""
     shape = ObservationEncoding(variant, settings.history, settings.last_move).shape
@@ -174,7 +168,9 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
     (:func:`scheduled_rate`): :func:`dagger` fine-tunes each of its epochs so."""
     if settings.threads:
         torch.set_num_threads(settings.threads)
-    data = dataset(settings)
+    # the training data, with the moves that draw marked when draw_penalty is on
+    data = GameDataset(settings.data, validation=settings.validation, history=settings.history,
+                       last_move=settings.last_move, winning_cp=settings.winning_cp if settings.draw_penalty else None)
     variant = data.variant
     torch.manual_seed(settings.seed)
     net = make_net(settings, variant)
@@ -191,8 +187,8 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
                                 unit="position", done=run.state.iteration * positions_per_epoch)
         if not run.resumed:  # epoch 0: the untrained network, the tournaments' reference point
             save_agent(net, variant, settings, "supervised-e0", os.path.join(run_dir, "agents", "epoch-000"))
-        net.train()
         for epoch in range(run.state.iteration + 1, settings.epochs + 1):
+            net.train()  # saving an agent leaves the network in eval mode
             seen = policy_sum = value_sum = draw_sum = 0.0
             for batch in data.batches(settings.batch_size, split="train", seed=settings.seed * 100_003 + epoch,
                                       shuffle_games=settings.shuffle_games, score_scale=settings.score_scale):
@@ -227,7 +223,6 @@ def train_supervised(run_dir: str, settings: SupervisedSettings, resume: bool = 
             save_agent(net, variant, settings, f"supervised-e{epoch}",
                        os.path.join(run_dir, "agents", f"epoch-{epoch:03d}"))
             run.save(row, tensors={"model": net.state_dict(), "optimizer": optimizer.state_dict()})
-            net.train()
         progress.close()
         save_agent(net, variant, settings, "supervised", os.path.join(run_dir, "agent"))
     return net.eval()
