@@ -56,6 +56,7 @@ class Entry:
     seed: int = 0
     agent: str = "agent"
     casual: dict = dataclasses.field(default_factory=dict)  # load settings of the faster setting
+    rated: dict = dataclasses.field(default_factory=dict)  # load settings of the rated one (default: as saved)
     notes: str = ""
 
 
@@ -77,6 +78,14 @@ ENTRIES = {
                                                          "losalamos"), casual={"simulations": 32}),
     "gomoku-alphazero": Entry("gomoku", "AlphaZero", ("experiments/alphazero_gomoku.py",),
                               casual={"simulations": 32}),
+    # not shipped: its network (9.9M parameters, 38 MB, most of them in the policy's linear layer) is over the
+    # zoo's 15 MB; its rating of 2026-11-27 is in docs/results/supervised.md
+    "chess-supervised": Entry("chess", "Supervised (Stockfish's games, then DAgger)",
+                              ("experiments/supervised_chess.py",), agent="pretrain/agent",
+                              rated={"simulations": 16}, casual={"simulations": 0},
+                              notes="The AlphaZero network learns Stockfish's moves at 200 nodes and the games' "
+                                    "results. Rated with MCTS 16, the search of the experiment's checkpoint "
+                                    "tournament (the run saves MCTS 64: 0.2-0.4 s a move on one core)."),
     "gardner-ppo": Entry("gardner", "PPO (built-in, GAE)", ("experiments/ppo_gardner.py", "--rules", "checkmate"),
                          agent="native_checkmate_random/agent",
                          notes="Trained against the random player with either colour; plays both."),
@@ -92,9 +101,10 @@ def value_preserving(label: str, agent, positions, move_values, what: str) -> di
                 unit="positions")
 
 
-def match(label: str, agent, opponent, game: str, games: int, seats: str, seed: int = 0) -> dict:
+def match(label: str, agent, opponent, game: str, games: int, seats: str, seed: int = 0, workers: int = 1) -> dict:
     """``agent``'s score against ``opponent`` in ``games`` games moving ``seats``, with its interval."""
-    t = play_match(agent, opponent, game, games, seed, seats=seats, names=(label, opponent.name)).tally()
+    t = play_match(agent, opponent, game, games, seed, seats=seats, names=(label, opponent.name),
+                   workers=workers).tally()
     return dict(player=label, measure=f"score against {opponent.name}, moving {seats}", score=t.score,
                 low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
 
@@ -159,27 +169,30 @@ def rate_gomoku(name: str, casual: bool) -> list[dict]:
 
 
 def rate_chess(name: str, casual: bool) -> list[dict]:
-    """Against random with each colour, and on the variant's Fairy-Stockfish node ladder
-    (agents/arena/ladders/<variant>.json: its 100 balanced openings with both colours, 200 games a level) with the
+    """Against random with each colour, and on the variant's engine node ladder (agents/arena/ladders/<variant>.json:
+    Fairy-Stockfish, Stockfish on 8x8; its 100 balanced openings with both colours, 200 games a level) with the
     Elo fitted against its levels."""
     from agents.arena.ladder import Ladder, play_ladder
+    from agents.players.uci import default_engine
 
     variant = ENTRIES[name].game
     ladder = Ladder.load(variant)
-    levels = sorted(int(level.removeprefix("fsf-n")) for level in ladder.levels)
+    engine = {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(variant)]
+    nodes = {level: int(level.rsplit("-n", 1)[1]) for level in ladder.levels}  # "fsf-n100", "stockfish-n100"
+    levels = sorted(ladder.levels, key=nodes.get)
     out = []
     for label, _, agent in settings(name, casual):
-        out += [match(label, agent, RandomAgent(1), variant, 100, seats) for seats in ("first", "second")]
+        out += [match(label, agent, RandomAgent(1), variant, 100, seats, workers=2) for seats in ("first", "second")]
         with Progress(len(levels) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
-            result = play_ladder(agent, variant, levels, ladder, workers=2,
+            result = play_ladder(agent, variant, [nodes[level] for level in levels], ladder, workers=2,
                                  progress=lambda record, done, total: bar.update(done))
         for level in levels:
-            t = result.tally(f"fsf-n{level}")
-            nodes = f"{level:,} node{'s' * (level > 1)}"
-            out.append(dict(player=label, measure=f"score against Fairy-Stockfish at {nodes} (ladder)",
+            t = result.tally(level)
+            count = f"{nodes[level]:,} node{'s' * (nodes[level] > 1)}"
+            out.append(dict(player=label, measure=f"score against {engine} at {count} (ladder)",
                             score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games"))
         elo = result.elo
-        out.append(dict(player=label, measure="Elo on the Fairy-Stockfish ladder (fsf-n1 = 0)", score=elo.elo,
+        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({levels[0]} = 0)", score=elo.elo,
                         low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True))
     return out
 
@@ -240,6 +253,15 @@ def train_entry(name: str, entry: Entry, args: Options) -> tuple[str, float | No
     return os.path.join(out, entry.agent), None if args.resume else round((time.perf_counter() - start) / 60, 1)
 
 
+def with_settings(agent_dir: str, settings: dict) -> str:
+    """The saved agent at ``agent_dir`` loaded with ``settings`` and saved again beside it, as ``rated_agent/``."""
+    from agents.base import agent_class, read_manifest
+
+    out = os.path.join(os.path.dirname(os.path.normpath(agent_dir)), "rated_agent")
+    agent_class(read_manifest(agent_dir)["class"]).load(agent_dir, **settings).save(out)
+    return out
+
+
 def training_minutes(agent_dir: str) -> float:
     """Training time of the run whose saved agent is ``agent_dir``, from the checkpoint beside it: AlphaZero's
     ``training_s``; PPO's :func:`~agents.ppo.common.train_seconds`."""
@@ -271,6 +293,8 @@ def main(argv=None) -> int:
         card = zoo.card(name)
     else:
         agent_dir, command_minutes = train_entry(name, entry, args)
+        if entry.rated:
+            agent_dir = with_settings(agent_dir, entry.rated)
         started = machine()
         training = {"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, {started['cores']} cores",
                     "date": datetime.date.today().isoformat()}

@@ -147,3 +147,14 @@ def test_the_web_app_offers_every_entry_and_plays_one(torch):
     name = next(n for n in SHIPPED if zoo.card(n).game == "tictactoe")
     r = c.post("/api/games", json={"variant": "tictactoe", "first": f"zoo:{name}", "second": "human"})
     assert r.status_code == 201, r.text
+
+
+def test_an_entry_rated_at_another_setting_keeps_its_network(tmp_path, torch):
+    from experiments import zoo as script
+
+    shutil.copytree(zoo.entry_dir("connect4-alphazero"), tmp_path / "agent")
+    rated = script.with_settings(str(tmp_path / "agent"), {"simulations": 16})
+    before, after = agents.load(str(tmp_path / "agent")), agents.load(rated)
+    assert after.simulations == 16 != before.simulations and after.game == before.game
+    weights = zip(before.net.state_dict().items(), after.net.state_dict().items())
+    assert all(k == j and torch.equal(a, b) for (k, a), (j, b) in weights)
