@@ -48,7 +48,7 @@ class Options:
     board: str = "gomoku"  # gomoku (9x9, five), gomoku4k4 (solved exactly), any gomoku<size>[k<length>]
     history: int = 2  # observation planes: 1 the seed's three, 2 + the last move, 3 + the move before
     study: bool = False  # train history 1, 2 and 3 at equal compute and play them against each other
-    iterations: int = 40
+    iterations: int = 200  # more than fit: the 24-minute budget ends the default run
     minutes: float | None = 24.0  # stop training after this long (None: after the iterations; the study: None)
     eval_simulations: int = 200  # per move of the judged MCTS agent
     seed: int = 0
