@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from agents.arena import PLY_LIMIT, close_agents
+from agents.arena import PLY_LIMIT, WIN_RESULTS, close_agents
 from agents.base import Agent
 from agents.games import SEAT_NAMES, new_game
 from agents.players.uci import EngineNotFoundError
@@ -363,7 +363,7 @@ Type a move by its name (see 'moves'), or a command:
         while self.termination is None:
             if self.game.is_over():
                 winner = self.game.winner()
-                self.finish({None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner], "draw" if winner is None else "win")
+                self.finish("1/2-1/2" if winner is None else WIN_RESULTS[winner], "draw" if winner is None else "win")
                 self.say(f"game over: {self.result} ({'draw' if winner is None else self.names[winner] + ' won'})")
             elif self.game.to_play() == self.human:
                 self.human_turn(f"your move ({SEAT_NAMES[self.human]}): ")

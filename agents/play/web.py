@@ -28,7 +28,7 @@ with extra_hint("the web app (agents.play.web)", only="starlette", extra="play")
     from starlette.staticfiles import StaticFiles
 
 from agents import zoo
-from agents.arena import PLY_LIMIT, close_agents
+from agents.arena import PLY_LIMIT, WIN_RESULTS, close_agents
 from agents.base import Agent, manifest_game, read_manifest
 from agents.games import BOARD_GAMES, SEAT_NAMES, Game, GridGame, new_game
 from agents.play.terminal import RESIGNATION, loss
@@ -359,7 +359,7 @@ class BoardWebGame(ServerGame):
         """Its termination: ``"win"`` or ``"draw"``."""
         if self.game.is_over():
             winner = self.game.winner()
-            return {None: "1/2-1/2", 0: "1-0", 1: "0-1"}[winner], "draw" if winner is None else "win"
+            return "1/2-1/2" if winner is None else WIN_RESULTS[winner], "draw" if winner is None else "win"
         return "*", None
 
     def legal(self) -> list[dict]:
@@ -367,8 +367,10 @@ class BoardWebGame(ServerGame):
 
     def details(self, over: bool) -> dict:
         info = {k: v for k, v in self.info.items() if k not in ("cells", "labels")}
+        result = self.status()[0]
         return {"game": info, "start_cells": self.info["cells"], "labels": self.info["labels"],
-                "cells": self.game.cells(), "to_play": self.turn, "winner": {"1-0": 0, "0-1": 1}.get(self.status()[0])}
+                "cells": self.game.cells(), "to_play": self.turn,
+                "winner": WIN_RESULTS.index(result) if result in WIN_RESULTS else None}
 
     def snapshot(self) -> Game:
         return self.game.copy()
