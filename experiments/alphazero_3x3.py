@@ -3,6 +3,7 @@
     python experiments/alphazero_3x3.py                       # about 8 minutes on 2 CPU cores
     python experiments/alphazero_3x3.py --resume              # continue an interrupted run
     python experiments/alphazero_3x3.py --workers 2           # self-play in two worker processes
+    python experiments/alphazero_3x3.py --preset zoo --workers 2   # the zoo's entry: fastest mates, 120 iterations
     python -m experiments.alphazero_3x3 --iterations 2        # the same, as a module (from the repository root)
 
 Self-play starts from the two drawn start positions and from random legal
@@ -22,6 +23,7 @@ from agents.runs import Progress, command_line, machine, machine_text  # first: 
 
 import numpy as np
 import torch
+import tyro
 
 from agents import GreedyAgent, RandomAgent
 from agents.alphazero.agent import AlphaZeroAgent
@@ -45,21 +47,30 @@ class Options:
     seed: int = 0
     workers: int = 0  # self-play worker processes, one per core (0: self-play in this process)
     resume: bool = False  # continue an interrupted run
+    fastest_mates: tyro.conf.Suppress[bool] = False  # set by the "zoo" preset (see settings)
 
 
-PRESETS = {"quick": dict(iterations=2, games=32, simulations=8, eval_sample=50)}  # a smoke test: seconds
+PRESETS = {
+    "quick": dict(iterations=2, games=32, simulations=8, eval_sample=50),  # a smoke test: seconds
+    # the zoo's 3x3-alphazero: the raw policy keeps the value on every position and plays the fastest mates
+    "zoo": dict(iterations=120, fastest_mates=True),
+}
+FASTEST_MATES = dict(discounted_values=True, policy_target_power=2.0, final_learning_rate=2e-5)
 
 
 def settings(args: Options) -> Config:
     """The run's AlphaZero settings: self-play from the two drawn starts and, for 75% of the games, from
-    random legal positions (AlphaZeroNano's curriculum)."""
+    random legal positions (AlphaZeroNano's curriculum). ``fastest_mates``: values discounted 0.9 a ply in the
+    search and in the value targets (DTM-optimal moves), policy targets in proportion to visits squared, the
+    learning rate decayed to 2e-5."""
     starts = START_POSITIONS["3x3"]
     return with_changes(
         Config(), game="3x3", run_dir=args.out, seed=args.seed, iterations=args.iterations,
         games_per_iteration=args.games, random_start_fraction=0.75, start_fens=(starts["white"], starts["black"]),
-        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5, discount=0.99),
+        search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5,
+                            discount=0.9 if args.fastest_mates else 0.99),
         blocks=3, channels=64, sample_reuse=4.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4, threads=2,
-        workers=args.workers)
+        workers=args.workers, **(FASTEST_MATES if args.fastest_mates else {}))
 
 
 def main(argv=None) -> int:

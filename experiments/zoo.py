@@ -63,7 +63,8 @@ class Entry:
 ENTRIES = {
     "tictactoe-alphazero": Entry("tictactoe", "AlphaZero", ("experiments/alphazero_tictactoe.py",),
                                  casual={"simulations": 0}),
-    "3x3-alphazero": Entry("3x3", "AlphaZero", ("experiments/alphazero_3x3.py", "--workers", "2"),
+    "3x3-alphazero": Entry("3x3", "AlphaZero",
+                           ("experiments/alphazero_3x3.py", "--preset", "zoo", "--workers", "2"),
                            casual={"simulations": 0}),
     "connect4-alphazero": Entry("connect_four", "AlphaZero", ("experiments/alphazero_connect4.py",),
                                 casual={"simulations": 64}),
@@ -78,8 +79,6 @@ ENTRIES = {
                                                          "losalamos"), casual={"simulations": 32}),
     "gomoku-alphazero": Entry("gomoku", "AlphaZero", ("experiments/alphazero_gomoku.py",),
                               casual={"simulations": 32}),
-    # not shipped: its network (9.9M parameters, 38 MB, most of them in the policy's linear layer) is over the
-    # zoo's 15 MB; its rating of 2026-11-27 is in docs/results/supervised.md
     "chess-supervised": Entry("chess", "Supervised (Stockfish's games, then DAgger)",
                               ("experiments/supervised_chess.py",), agent="pretrain/agent",
                               rated={"simulations": 16}, casual={"simulations": 0},

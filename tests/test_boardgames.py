@@ -372,6 +372,28 @@ def test_value_target_mixes_the_result_with_the_search_value():
     assert sharp.policies[0, 2] > only_result.policies[0, 2]
 
 
+def test_discounted_value_targets_follow_the_search_backup():
+    from agents.alphazero.selfplay import play_games
+
+    # the winning move's value in the search (the terminal child's -1 backed up once) is the discount itself, and
+    # so is the discounted target of the position it is played from
+    start = play(TicTacToe, [0, 3, 1, 4])
+    config = SearchConfig(simulations=64, leaves_per_tree=1, dirichlet_epsilon=0.0, discount=0.9)
+    samples, results = play_games([start], UniformEvaluator(), config, np.random.default_rng(0), 0,
+                                  discounted_values=True)
+    assert results[0].actions == (2,)
+    assert samples.values.tolist() == pytest.approx([search([start], UniformEvaluator(), config).q[0, 2]])
+    assert samples.values[0] == pytest.approx(0.9)
+    # a whole game: each position's target is minus the discount times the next one's (the search's negamax
+    # backup), the last one the discount times the mover's result
+    samples, results = play_games([TicTacToe()], UniformEvaluator(), config, np.random.default_rng(1), 9,
+                                  discounted_values=True)
+    values, plies = samples.values.tolist(), len(results[0].actions)
+    assert results[0].winner is not None and len(values) == plies
+    assert values[-1] == pytest.approx(0.9)
+    assert values[:-1] == pytest.approx([-0.9 * v for v in values[1:]])
+
+
 def _random_connect_four_samples(count: int):
     """``count`` samples of random Connect Four positions with random policy and value targets."""
     from agents.alphazero.selfplay import Samples

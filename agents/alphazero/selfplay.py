@@ -52,12 +52,13 @@ class GameResult:
 
 
 def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: np.random.Generator,
-               temperature_plies: int = 8, value_target_q: float = 0.0,
-               policy_target_power: float = 1.0) -> tuple[Samples, list[GameResult]]:
+               temperature_plies: int = 8, value_target_q: float = 0.0, policy_target_power: float = 1.0,
+               discounted_values: bool = False) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start (copies are played), in lockstep, one noisy search of all per move: PUCT
     samples by the visits for ``temperature_plies`` plies (:attr:`Game.plies`), then plays the most visited; Gumbel,
     the search's choice. Targets: the search's policy (or visits ** ``policy_target_power``), and the game's result
-    mixed with weight ``value_target_q`` with the search's value (the mean Q)."""
+    mixed with weight ``value_target_q`` with the search's value (the mean Q); with ``discounted_values``, the result
+    times the search's discount per ply to the end, as the search backs values up."""
     gumbel = search_config.root == "gumbel"
     games = [start.copy() for start in starts]
     trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value)
@@ -96,6 +97,8 @@ def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: 
             continue
         obs, masks, policies, players, searched = zip(*trajectory)
         outcome = np.array([0.0 if winner is None else (1.0 if p == winner else -1.0) for p in players], np.float32)
+        if discounted_values:  # position k of n is n - k plies from the end
+            outcome *= search_config.discount ** np.arange(len(players), 0, -1, dtype=np.float32)
         values = ((1 - value_target_q) * outcome + value_target_q * np.array(searched, np.float32)).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))

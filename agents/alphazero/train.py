@@ -47,6 +47,7 @@ class SelfPlayConfig:
     ply_limit: int | None = None  # chess variants: games stop here as draws (default: the variant's limit)
     value_target_q: float = 0.0  # value target: (1 - w) * game result + w * the search's root value
     policy_target_power: float = 1.0  # policy target in proportion to visits ** this (above 1: sharper)
+    discounted_values: bool = False  # value target: the result times search.discount per ply to the end
 
 
 @dataclasses.dataclass
@@ -188,7 +189,7 @@ def self_play(config: Config, starts: list[Game], evaluator: NetworkEvaluator, r
     evaluator.clear()
     s = config.selfplay
     return play_games(starts, evaluator, config.search, rng, s.temperature_plies, s.value_target_q,
-                      s.policy_target_power)
+                      s.policy_target_power, s.discounted_values)
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, batch_size: int,
