@@ -177,22 +177,20 @@ def rate_chess(name: str, casual: bool) -> list[dict]:
     variant = ENTRIES[name].game
     ladder = Ladder.load(variant)
     engine = {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(variant)]
-    nodes = {level: int(level.rsplit("-n", 1)[1]) for level in ladder.levels}  # "fsf-n100", "stockfish-n100"
-    levels = sorted(ladder.levels, key=nodes.get)
+    nodes = sorted(int(n) for n in ladder.settings["levels"].split(","))  # as the ladder was calibrated
     out = []
     for label, _, agent in settings(name, casual):
         out += [match(label, agent, RandomAgent(1), variant, 100, seats, workers=2) for seats in ("first", "second")]
-        with Progress(len(levels) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
-            result = play_ladder(agent, variant, [nodes[level] for level in levels], ladder, workers=2,
+        with Progress(len(nodes) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
+            result = play_ladder(agent, variant, nodes, ladder, workers=2,
                                  progress=lambda record, done, total: bar.update(done))
-        for level in levels:
+        for level, n in zip(result.levels, nodes):  # the levels named in the order of their node counts
             t = result.tally(level)
-            count = f"{nodes[level]:,} node{'s' * (nodes[level] > 1)}"
-            out.append(dict(player=label, measure=f"score against {engine} at {count} (ladder)",
+            out.append(dict(player=label, measure=f"score against {engine} at {n:,} node{'s' * (n > 1)} (ladder)",
                             score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games"))
         elo = result.elo
-        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({levels[0]} = 0)", score=elo.elo,
-                        low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True))
+        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({next(iter(result.levels))} = 0)",
+                        score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True))
     return out
 
 

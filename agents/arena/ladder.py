@@ -67,7 +67,7 @@ def balanced_openings(variant: str, count: int, plies: int = 4, seed: int = 0, n
 
 
 def engine_levels(variant: str, levels: Sequence[int] = LEVELS, engine: str | None = None) -> list:
-    """Fairy-Stockfish (Stockfish on 8x8; or ``engine``) at each node budget, named ``fsf-nN``."""
+    """Fairy-Stockfish (Stockfish on 8x8; or ``engine``) at each node budget, named ``fsf-nN`` (``stockfish-nN``)."""
     return [UCIEngineAgent(variant, engine, nodes=n) for n in levels]
 
 
