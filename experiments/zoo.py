@@ -9,7 +9,9 @@ Each entry is trained by the command in :data:`ENTRIES` (an experiment at its de
 ``runs/zoo/<entry>/``, or ``--run DIR`` for a finished run of that same command), its saved agent copied into
 ``agents/zoo/entries/<entry>/`` with checksums, and rated there on the final weights by :data:`RATINGS` (the
 game's exact judge, or matches against its judges, with 95% Wilson intervals); the card records the command,
-the training time and machine, and each measure with its date.
+the training time and machine, and each measure with its date. A rating saves each match and ladder level as it
+ends (``runs/zoo/<entry>-rating.json``): run again (``--rate-only``; ``--resume`` if training stopped too), it goes
+on from there.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from agents.runs import (  # first: the OpenMP setting, before torch
 import torch
 
 from agents import zoo
-from agents.arena import play_match
+from agents.arena import play_match, rating_results
 from agents.arena.evaluation import score_moves
-from agents.arena.ratings import wilson_interval
+from agents.arena.ratings import elo_mle, wilson_interval
 from agents.players.random_agent import RandomAgent
+from agents.runs import read_json, write_json
+from minichess_envs.checksums import read_checksums
 from minichess_envs.players import choose_actions
 
 
@@ -91,6 +95,38 @@ ENTRIES = {
 }
 
 
+class Finished:
+    """The rating's measures, saved as each ends in ``runs/zoo/<entry>-rating.json``: a rating stopped part way (a
+    lost machine, a session's end) goes on from the measure it stopped in when run again, for the same installed
+    weights and settings; another install starts afresh."""
+
+    def __init__(self, name: str):
+        self.path = os.path.join("runs", "zoo", f"{name}-rating.json")
+        sums = read_checksums(zoo.entry_dir(name))
+        self.of = {"files": {f: sums[f] for f in sorted(sums) if f != zoo.CARD}, "casual": zoo.card(name).casual}
+        try:
+            saved = read_json(self.path) if os.path.exists(self.path) else {}
+        except ValueError as exc:  # a file cut short: its measures are played again
+            print(f"starting the rating afresh: {exc}", flush=True)
+            saved = {}
+        same = isinstance(saved, dict) and saved.get("of") == self.of and isinstance(saved.get("done"), dict)
+        self.done = saved["done"] if same else {}
+        if self.done:
+            print(f"resuming the rating: {len(self.done)} measures done ({self.path})", flush=True)
+
+    def get(self, key: str, measure) -> dict:
+        """The row ``measure()`` returns, dated today, or the one saved under ``key``."""
+        if key not in self.done:
+            self.done[key] = {**measure(), "date": datetime.date.today().isoformat()}
+            write_json(self.path, {"of": self.of, "done": self.done})
+        return dict(self.done[key])
+
+    def close(self) -> None:
+        """The rating is in the card: the next one measures afresh."""
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
 def value_preserving(label: str, agent, positions, move_values, what: str) -> dict:
     """The share of ``positions`` where ``agent``'s move keeps the exact value, with its interval."""
     rates = score_moves(positions, choose_actions(agent, positions, batch=1024), move_values)
@@ -100,15 +136,18 @@ def value_preserving(label: str, agent, positions, move_values, what: str) -> di
                 unit="positions")
 
 
-def match(label: str, agent, opponent, game: str, games: int, seats: str, seed: int = 0, workers: int = 1) -> dict:
+def match(done: Finished, label: str, agent, opponent, game: str, games: int, seats: str, workers: int = 1) -> dict:
     """``agent``'s score against ``opponent`` in ``games`` games moving ``seats``, with its interval."""
-    t = play_match(agent, opponent, game, games, seed, seats=seats, names=(label, opponent.name),
-                   workers=workers).tally()
-    return dict(player=label, measure=f"score against {opponent.name}, moving {seats}", score=t.score,
-                low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
+    def measure():
+        t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name),
+                       workers=workers).tally()
+        return dict(player=label, measure=f"score against {opponent.name}, moving {seats}", score=t.score,
+                    low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
+
+    return done.get(f"{label} against {opponent.name}, moving {seats}, {games} games", measure)
 
 
-def rate_tictactoe(name: str, casual: bool) -> list[dict]:
+def rate_tictactoe(name: str, casual: bool, done: Finished) -> list[dict]:
     from agents.games.tictactoe import solve_tictactoe
 
     table = solve_tictactoe()
@@ -118,7 +157,7 @@ def rate_tictactoe(name: str, casual: bool) -> list[dict]:
             for label, _, agent in settings(name, casual)]
 
 
-def rate_3x3(name: str, casual: bool) -> list[dict]:
+def rate_3x3(name: str, casual: bool, done: Finished) -> list[dict]:
     from minichess_envs.tablebase import Tablebase, score_agent
 
     tablebase = Tablebase.load("3x3")
@@ -133,17 +172,17 @@ def rate_3x3(name: str, casual: bool) -> list[dict]:
     return out
 
 
-def rate_checkers(name: str, casual: bool) -> list[dict]:
+def rate_checkers(name: str, casual: bool, done: Finished) -> list[dict]:
     from agents.games.checkers import CheckersAlphaBeta
 
     out = []
     for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 30), (CheckersAlphaBeta(4, seed=2), 20)):
-            out += [match(label, agent, opponent, "checkers", games, seats) for seats in ("first", "second")]
+            out += [match(done, label, agent, opponent, "checkers", games, seats) for seats in ("first", "second")]
     return out
 
 
-def rate_connect_four(name: str, casual: bool) -> list[dict]:
+def rate_connect_four(name: str, casual: bool, done: Finished) -> list[dict]:
     from agents.games.connect_four import ConnectFourSolver, judged_sample
 
     positions, values = judged_sample(500, 0)  # the sample experiments/alphazero_connect4.py judges (seed 0)
@@ -151,11 +190,11 @@ def rate_connect_four(name: str, casual: bool) -> list[dict]:
     for label, c, agent in settings(name, casual):
         out.append(value_preserving(label, agent, positions, values, "500 solver-judged positions (bitbully)"))
         if not c:  # the solver wins every game it can: moving first, the agent can at best win too
-            out.append(match(label, agent, ConnectFourSolver(seed=3), "connect_four", 10, "first"))
+            out.append(match(done, label, agent, ConnectFourSolver(seed=3), "connect_four", 10, "first"))
     return out
 
 
-def rate_gomoku(name: str, casual: bool) -> list[dict]:
+def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
     from agents.games.gomoku import GomokuAlphaBeta
     from agents.players.openspiel_mcts import OpenSpielMCTS
 
@@ -163,14 +202,14 @@ def rate_gomoku(name: str, casual: bool) -> list[dict]:
     for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 50), (GomokuAlphaBeta(2, seed=2), 50),
                                 (OpenSpielMCTS(1000, seed=3), 10)):
-            out += [match(label, agent, opponent, "gomoku", games, seats) for seats in ("first", "second")]
+            out += [match(done, label, agent, opponent, "gomoku", games, seats) for seats in ("first", "second")]
     return out
 
 
-def rate_chess(name: str, casual: bool) -> list[dict]:
+def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
     """Against random with each colour, and on the variant's engine node ladder (agents/arena/ladders/<variant>.json:
     Fairy-Stockfish, Stockfish on 8x8; its 100 balanced openings with both colours, 200 games a level) with the
-    Elo fitted against its levels."""
+    Elo fitted against its levels (from each level's games, saved as the level ends)."""
     from agents.arena.ladder import Ladder, play_ladder
     from agents.players.uci import default_engine
 
@@ -180,17 +219,27 @@ def rate_chess(name: str, casual: bool) -> list[dict]:
     nodes = sorted(int(n) for n in ladder.settings["levels"].split(","))  # as the ladder was calibrated
     out = []
     for label, _, agent in settings(name, casual):
-        out += [match(label, agent, RandomAgent(1), variant, 100, seats, workers=2) for seats in ("first", "second")]
-        with Progress(len(nodes) * 2 * len(ladder.openings), f"{label} on the ladder", unit="game") as bar:
-            result = play_ladder(agent, variant, nodes, ladder, workers=2,
-                                 progress=lambda record, done, total: bar.update(done))
-        for level, n in zip(result.levels, nodes):  # the levels named in the order of their node counts
-            t = result.tally(level)
-            out.append(dict(player=label, measure=f"score against {engine} at {n:,} node{'s' * (n > 1)} (ladder)",
-                            score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games"))
-        elo = result.elo
-        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({next(iter(result.levels))} = 0)",
-                        score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True))
+        out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=2)
+                for seats in ("first", "second")]
+
+        def level(n: int) -> dict:
+            with Progress(2 * len(ladder.openings), f"{label} against {engine} at {n:,} nodes", unit="game") as bar:
+                result = play_ladder(agent, variant, [n], ladder, workers=2,
+                                     progress=lambda record, games, total: bar.update(games))
+            (engine_name, elo), = result.levels.items()
+            t = result.tally(engine_name)
+            return dict(player=label, measure=f"score against {engine} at {n:,} node{'s' * (n > 1)} (ladder)",
+                        score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games",
+                        level=engine_name, level_elo=elo, results=rating_results(result.matches[0].games))
+
+        levels = [done.get(f"{label} against {engine} at {n} nodes (ladder)", lambda n=n: level(n)) for n in nodes]
+        results = [tuple(r) for row in levels for r in row.pop("results")]
+        elo = elo_mle(results, anchor={row["level"]: row["level_elo"] for row in levels},
+                      prior_draws=1.0)[getattr(agent, "name", "agent")]
+        out += [{k: v for k, v in row.items() if k not in ("level", "level_elo")} for row in levels]
+        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({levels[0]['level']} = 0)",
+                        score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True,
+                        date=max(row["date"] for row in levels)))
     return out
 
 
@@ -305,10 +354,12 @@ def main(argv=None) -> int:
     print(f"rating {name} ...", flush=True)
     started = machine()
     rate = RATINGS.get(entry.game, rate_chess)
-    strength = [{**s, "date": datetime.date.today().isoformat()} for s in rate(name, bool(card.casual))]
+    today, done = datetime.date.today().isoformat(), Finished(name)
+    strength = [{**s, "date": s.get("date", today)} for s in rate(name, bool(card.casual), done)]
     card = dataclasses.replace(card, strength=strength, speed=speed(name, bool(card.casual)))
     directory = zoo.entry_dir(name)
     zoo.install(name, directory, card)
+    done.close()
     print(zoo.describe(name))
     print(f"rated: {machine_text(started)}")
     return 0

@@ -158,3 +158,32 @@ def test_an_entry_rated_at_another_setting_keeps_its_network(tmp_path, torch):
     assert after.simulations == 16 != before.simulations and after.game == before.game
     weights = zip(before.net.state_dict().items(), after.net.state_dict().items())
     assert all(k == j and torch.equal(a, b) for (k, a), (j, b) in weights)
+
+
+def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, torch, capsys):
+    from experiments import zoo as script
+
+    class Refuses(RandomAgent):  # the same name as the opponent measured: asked to move, the test fails
+        def act(self, observation, action_mask, position=None) -> int:
+            raise AssertionError("a finished measure was played again")
+
+    monkeypatch.chdir(tmp_path)  # the rating's file goes under runs/zoo/ here
+    name = "tictactoe-alphazero"
+    agent = zoo.load(name)
+    first = script.match(script.Finished(name), "rated", agent, RandomAgent(1), "tictactoe", 4, "second")
+    assert first["count"] == 4 and first["date"]
+    again = script.Finished(name)  # as a rating run again after a lost machine
+    assert "1 measures done" in capsys.readouterr().out
+    assert script.match(again, "rated", agent, Refuses(1), "tictactoe", 4, "second") == first
+    with pytest.raises(AssertionError, match="played again"):  # another measure is played
+        script.match(again, "rated", agent, Refuses(1), "tictactoe", 6, "second")
+    path = tmp_path / "runs" / "zoo" / f"{name}-rating.json"
+    saved = json.loads(path.read_text())
+    saved["of"]["files"]["weights.pt"] = "0" * 64  # measures of other weights are not this entry's
+    path.write_text(json.dumps(saved))
+    assert script.Finished(name).done == {}
+    path.write_text('{"of": ')  # cut short: measured afresh, the problem named
+    assert script.Finished(name).done == {}
+    assert f"cannot read runs/zoo/{name}-rating.json" in capsys.readouterr().out
+    again.close()
+    assert not path.exists()
