@@ -31,7 +31,7 @@ import torch
 from agents import zoo
 from agents.arena import play_match, rating_results
 from agents.arena.evaluation import score_moves
-from agents.arena.ratings import elo_mle, wilson_interval
+from agents.arena.ratings import wilson_interval
 from agents.players.random_agent import RandomAgent
 from agents.runs import read_json, write_json
 from minichess_envs.checksums import read_checksums
@@ -100,10 +100,10 @@ class Finished:
     lost machine, a session's end) goes on from the measure it stopped in when run again, for the same installed
     weights and settings; another install starts afresh."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, casual: dict):
         self.path = os.path.join("runs", "zoo", f"{name}-rating.json")
         sums = read_checksums(zoo.entry_dir(name))
-        self.of = {"files": {f: sums[f] for f in sorted(sums) if f != zoo.CARD}, "casual": zoo.card(name).casual}
+        self.of = {"files": {f: sums[f] for f in sorted(sums) if f != zoo.CARD}, "casual": casual}
         try:
             saved = read_json(self.path) if os.path.exists(self.path) else {}
         except ValueError as exc:  # a file cut short: its measures are played again
@@ -210,7 +210,7 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
     """Against random with each colour, and on the variant's engine node ladder (agents/arena/ladders/<variant>.json:
     Fairy-Stockfish, Stockfish on 8x8; its 100 balanced openings with both colours, 200 games a level) with the
     Elo fitted against its levels (from each level's games, saved as the level ends)."""
-    from agents.arena.ladder import Ladder, play_ladder
+    from agents.arena.ladder import Ladder, ladder_elo, play_ladder
     from agents.players.uci import default_engine
 
     variant = ENTRIES[name].game
@@ -234,8 +234,7 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
 
         levels = [done.get(f"{label} against {engine} at {n} nodes (ladder)", lambda n=n: level(n)) for n in nodes]
         results = [tuple(r) for row in levels for r in row.pop("results")]
-        elo = elo_mle(results, anchor={row["level"]: row["level_elo"] for row in levels},
-                      prior_draws=1.0)[getattr(agent, "name", "agent")]
+        elo = ladder_elo(getattr(agent, "name", "agent"), results, {row["level"]: row["level_elo"] for row in levels})
         out += [{k: v for k, v in row.items() if k not in ("level", "level_elo")} for row in levels]
         out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({levels[0]['level']} = 0)",
                         score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True,
@@ -354,7 +353,7 @@ def main(argv=None) -> int:
     print(f"rating {name} ...", flush=True)
     started = machine()
     rate = RATINGS.get(entry.game, rate_chess)
-    today, done = datetime.date.today().isoformat(), Finished(name)
+    today, done = datetime.date.today().isoformat(), Finished(name, card.casual)
     strength = [{**s, "date": s.get("date", today)} for s in rate(name, bool(card.casual), done)]
     card = dataclasses.replace(card, strength=strength, speed=speed(name, bool(card.casual)))
     directory = zoo.entry_dir(name)

@@ -169,10 +169,10 @@ def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, t
 
     monkeypatch.chdir(tmp_path)  # the rating's file goes under runs/zoo/ here
     name = "tictactoe-alphazero"
-    agent = zoo.load(name)
-    first = script.match(script.Finished(name), "rated", agent, RandomAgent(1), "tictactoe", 4, "second")
+    agent, casual = zoo.load(name), zoo.card(name).casual
+    first = script.match(script.Finished(name, casual), "rated", agent, RandomAgent(1), "tictactoe", 4, "second")
     assert first["count"] == 4 and first["date"]
-    again = script.Finished(name)  # as a rating run again after a lost machine
+    again = script.Finished(name, casual)  # as a rating run again after a lost machine
     assert "1 measures done" in capsys.readouterr().out
     assert script.match(again, "rated", agent, Refuses(1), "tictactoe", 4, "second") == first
     with pytest.raises(AssertionError, match="played again"):  # another measure is played
@@ -181,9 +181,9 @@ def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, t
     saved = json.loads(path.read_text())
     saved["of"]["files"]["weights.pt"] = "0" * 64  # measures of other weights are not this entry's
     path.write_text(json.dumps(saved))
-    assert script.Finished(name).done == {}
+    assert script.Finished(name, casual).done == {}
     path.write_text('{"of": ')  # cut short: measured afresh, the problem named
-    assert script.Finished(name).done == {}
+    assert script.Finished(name, casual).done == {}
     assert f"cannot read runs/zoo/{name}-rating.json" in capsys.readouterr().out
     again.close()
     assert not path.exists()

@@ -168,8 +168,12 @@ def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Lad
     finally:
         close_agents(engines)
     fixed = {e.name: ladder.levels[e.name] for e in engines}
-    ratings = elo_mle(rating_results(all_games(matches)), anchor=fixed, prior_draws=1.0)
-    return LadderResult(name, fixed, matches, ratings[name])
+    return LadderResult(name, fixed, matches, ladder_elo(name, rating_results(all_games(matches)), fixed))
+
+
+def ladder_elo(agent: str, results, levels: dict[str, float]) -> Rating:
+    """``agent``'s Elo from its games' ``(white, black, white's score)`` against engine ``levels`` of known Elo."""
+    return elo_mle(results, anchor=levels, prior_draws=1.0)[agent]
 
 
 def ladder_table(result: LadderResult) -> str:
