@@ -349,7 +349,7 @@ def main(argv=None) -> int:
                         command="python " + " ".join(entry.command), casual=entry.casual, notes=entry.notes,
                         training=training, strength=[])
         zoo.install(name, agent_dir, card)
-        card = dataclasses.replace(card, network=network_text(zoo.load(name)))
+    card = dataclasses.replace(card, network=network_text(zoo.load(name)))  # also where a rating was cut short
     print(f"rating {name} ...", flush=True)
     started = machine()
     rate = RATINGS.get(entry.game, rate_chess)
