@@ -62,6 +62,8 @@ class Options:
     bot_simulations: Hidden[int] = 1000
     sample: Hidden[int] = 500  # solver-judged positions (a solved board)
     opening_plies: Hidden[int] = 2  # the study's games open with this many random plies (else every game is one)
+    sparring: Hidden[str | None] = None  # an agent spec playing one seat in a share of the self-play games
+    sparring_fraction: Hidden[float] = 0.0
 
 
 PRESETS = {
@@ -71,6 +73,8 @@ PRESETS = {
                   simulations=32, match_games=20),
     "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, match_games=20,
                   bot_games=0),
+    # half the games against alpha-beta depth 2 (the judge), whose moves are samples too: it teaches defence
+    "sparring": dict(sparring="alpha-beta:2", sparring_fraction=0.5, out="runs/alphazero_gomoku_sparring"),
 }
 DEPTH = 2  # the alpha-beta judge's depth
 SOLVED = 4  # boards up to this size are judged by the exact solver
@@ -87,7 +91,8 @@ def settings(args: Options, history: int, out: str) -> Config:
                             dirichlet_alpha=0.3),
         blocks=3, channels=48, policy_channels=8, buffer_size=100_000, batch_size=256, all_symmetries=True,
         sample_reuse=4.0, value_target_q=0.5, learning_rate=2e-3, final_learning_rate=2e-4, threads=1,
-        workers=args.workers, overlap=args.workers > 0)
+        workers=args.workers, overlap=args.workers > 0, sparring=args.sparring,
+        sparring_fraction=args.sparring_fraction)
 
 
 def main(argv=None) -> int:

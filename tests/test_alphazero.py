@@ -209,7 +209,7 @@ def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, s
         net = make_net(pool_config)
         ray.kill(pool.workers[0])
         with pytest.raises(RuntimeError, match="1 worker failures in one submission"):
-            pool.play(numpy_weights(net), share_jobs([new_game("3x3")], 1, np.random.default_rng(0)))
+            pool.play(numpy_weights(net), share_jobs([(new_game("3x3"), None)], 1, np.random.default_rng(0)))
     finally:
         pool.stop()
 

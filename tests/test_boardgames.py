@@ -270,7 +270,7 @@ def test_the_worker_pool_bounds_retries_and_names_a_players_error(tmp_path):
 
     config = _tiny(tmp_path)
     weights = numpy_weights(make_net(config))
-    jobs = share_jobs([TicTacToe(), TicTacToe()], 1, np.random.default_rng(0))
+    jobs = share_jobs([(TicTacToe(), None), (TicTacToe(), None)], 1, np.random.default_rng(0))  # (start, sparring seat)
     pool = WorkerPool(SelfPlayer, dataclasses.asdict(config), 1, max_restarts=0)
     try:
         samples, results = pool.play(weights, jobs)[0]
@@ -392,6 +392,44 @@ def test_discounted_value_targets_follow_the_search_backup():
     assert results[0].winner is not None and len(values) == plies
     assert values[-1] == pytest.approx(0.9)
     assert values[:-1] == pytest.approx([-0.9 * v for v in values[1:]])
+
+
+def test_a_sparring_partner_moves_for_its_seat_and_its_moves_are_samples_of_its_choice(tmp_path):
+    from agents.alphazero.selfplay import play_games
+    from agents.alphazero.train import SelfPlayConfig, train
+    from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe
+
+    table = solve_tictactoe()
+    config = SearchConfig(simulations=16, leaves_per_tree=2, discount=0.9)
+    starts = [TicTacToe() for _ in range(8)]
+    seats = [0, 1, None, 1, 0, None, 0, 1]
+    samples, results = play_games(starts, UniformEvaluator(), config, np.random.default_rng(0), 2,
+                                  discounted_values=True, opponent=TicTacToeSolver(seed=1), opponent_seats=seats)
+    row = 0  # the samples follow the games' plies in order
+    for result, seat in zip(results, seats):
+        assert result.opponent_seat == seat
+        game = TicTacToe()
+        for ply, action in enumerate(result.actions):
+            if game.to_play() == seat:  # the partner's move: a perfect one, the sample's whole policy target
+                assert table.move_values(game)[action] == max(table.move_values(game).values())
+                assert samples.policies[row][action] == 1.0
+            row += 1
+            game.step(action)
+        assert seat is None or result.winner != 1 - seat  # perfect play never loses
+    assert len(samples) == row
+    # discounted targets count the partner's plies too: |value| is the discount per ply to the end, or 0 (a draw)
+    magnitudes = sorted({round(abs(v), 6) for v in samples.values.tolist()})
+    assert set(magnitudes) <= {0.0} | {round(0.9 ** k, 6) for k in range(1, 10)}
+    with pytest.raises(ValueError, match="no opponent"):
+        play_games(starts, UniformEvaluator(), config, np.random.default_rng(0), opponent_seats=seats)
+    for bad in (dict(sparring="perfect"), dict(sparring_fraction=0.5), dict(sparring="perfect", sparring_fraction=2)):
+        with pytest.raises(ValueError, match="sparring"):
+            SelfPlayConfig(**bad)
+    state = train(_tiny(tmp_path / "run", iterations=2, sparring="perfect", sparring_fraction=1.0), verbose=False)
+    assert all(0 <= m["sparring_score"] <= 0.5 for m in state["metrics"])  # the learner never beats perfect play
+    state = train(_tiny(tmp_path / "workers", iterations=1, sparring="perfect", sparring_fraction=0.5, workers=1),
+                  verbose=False)  # a worker process makes its own partner
+    assert 0 <= state["metrics"][0]["sparring_score"] <= 0.5
 
 
 def _random_connect_four_samples(count: int):

@@ -14,7 +14,9 @@ import numpy as np
 
 from agents.alphazero.search import SearchConfig, search
 from agents.games.base import Game
+from agents.games.chess import ChessGame
 from agents.workers import WorkerPool
+from minichess_envs.players import choose_action
 
 
 @dataclasses.dataclass
@@ -49,57 +51,76 @@ class GameResult:
 
     actions: tuple[int, ...]
     winner: int | None
+    opponent_seat: int | None = None  # the seat a sparring partner played (None: self-play)
 
 
 def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: np.random.Generator,
                temperature_plies: int = 8, value_target_q: float = 0.0, policy_target_power: float = 1.0,
-               discounted_values: bool = False) -> tuple[Samples, list[GameResult]]:
+               discounted_values: bool = False, opponent=None,
+               opponent_seats: Sequence[int | None] = ()) -> tuple[Samples, list[GameResult]]:
     """One self-play game from each start (copies are played), in lockstep, one noisy search of all per move: PUCT
     samples by the visits for ``temperature_plies`` plies (:attr:`Game.plies`), then plays the most visited; Gumbel,
     the search's choice. Targets: the search's policy (or visits ** ``policy_target_power``), and the game's result
     mixed with weight ``value_target_q`` with the search's value (the mean Q); with ``discounted_values``, the result
-    times the search's discount per ply to the end, as the search backs values up."""
+    times the search's discount per ply to the end, as the search backs values up. In game ``i``, ``opponent`` (an
+    agent, reseeded from ``rng``) moves for seat ``opponent_seats[i]`` if given; its moves are samples too, its move
+    the policy target and the result the value target."""
     gumbel = search_config.root == "gumbel"
     games = [start.copy() for start in starts]
-    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value)
+    seats = list(opponent_seats) + [None] * (len(games) - len(opponent_seats))
+    if opponent is None and any(seat is not None for seat in seats):
+        raise ValueError("opponent_seats name seats for an opponent, but no opponent was given")
+    if opponent is not None:
+        opponent.reset(int(rng.integers(2**31)))
+    trajectories: list[list] = [[] for _ in games]  # (observation, mask, policy, player to move, root value, ply)
     actions: list[list[int]] = [[] for _ in games]
     active = [i for i, g in enumerate(games) if not g.is_over()]
     while active:
-        result = search([games[i] for i in active], evaluator, search_config, rng=rng)
-        visits, q = result.visits, result.q
-        still = []
-        for row, i in enumerate(active):
+        for i in [i for i in active if seats[i] == games[i].to_play()]:
             g = games[i]
-            policy = visits[row] / visits[row].sum()
+            action = choose_action(opponent, g.position if isinstance(g, ChessGame) else g,
+                                   getattr(g, "encoding", None))
+            mask = g.legal_mask()
+            target = np.zeros(len(mask), np.float32)
+            target[action] = 1.0  # the partner's move, as in learning from engine games; no search value
+            trajectories[i].append((g.observation(), mask, target, g.to_play(), np.nan, g.plies))
+            g.step(action)
+            actions[i].append(action)
+        searched = [i for i in active if not games[i].is_over() and seats[i] != games[i].to_play()]
+        result = search([games[i] for i in searched], evaluator, search_config, rng=rng) if searched else None
+        for row, i in enumerate(searched):
+            g = games[i]
+            visits, q = result.visits[row], result.q[row]
+            policy = visits / visits.sum()
             if policy_target_power == 1:
                 target = result.policy[row]
             else:
-                target = visits[row] ** policy_target_power
+                target = visits ** policy_target_power
                 target = target / target.sum()
-            trajectories[i].append((g.observation(), g.legal_mask(), target, g.to_play(), float(policy @ q[row])))
+            trajectories[i].append((g.observation(), g.legal_mask(), target, g.to_play(), float(policy @ q), g.plies))
             if gumbel:
                 action = int(result.actions[row])
             elif g.plies < temperature_plies:
                 action = int(rng.choice(len(policy), p=policy))
             else:
-                best = np.flatnonzero(visits[row] == visits[row].max())
+                best = np.flatnonzero(visits == visits.max())
                 action = int(best[rng.integers(len(best))])
             g.step(action)
             actions[i].append(action)
-            if not g.is_over():
-                still.append(i)
-        active = still
+        active = [i for i in active if not games[i].is_over()]
     parts, results = [], []
     for i, trajectory in enumerate(trajectories):
         winner = games[i].winner()
-        results.append(GameResult(tuple(actions[i]), winner))
+        results.append(GameResult(tuple(actions[i]), winner, seats[i]))
         if not trajectory:  # the start was already over
             continue
-        obs, masks, policies, players, searched = zip(*trajectory)
+        obs, masks, policies, players, searched, plies = zip(*trajectory)
         outcome = np.array([0.0 if winner is None else (1.0 if p == winner else -1.0) for p in players], np.float32)
-        if discounted_values:  # position k of n is n - k plies from the end
-            outcome *= search_config.discount ** np.arange(len(players), 0, -1, dtype=np.float32)
-        values = ((1 - value_target_q) * outcome + value_target_q * np.array(searched, np.float32)).astype(np.float32)
+        if discounted_values:
+            outcome *= search_config.discount ** (games[i].plies - np.array(plies, np.float32))
+        searched = np.array(searched, np.float32)
+        searched = np.where(np.isnan(searched), outcome, searched)  # the partner's moves: the result alone
+        values = ((1 - value_target_q) * outcome + value_target_q * searched).astype(np.float32)
         parts.append(Samples(np.stack(obs).astype(np.float16), np.stack(masks), np.stack(policies).astype(np.float32),
                              values))
     if not parts:

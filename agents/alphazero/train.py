@@ -48,6 +48,14 @@ class SelfPlayConfig:
     value_target_q: float = 0.0  # value target: (1 - w) * game result + w * the search's root value
     policy_target_power: float = 1.0  # policy target in proportion to visits ** this (above 1: sharper)
     discounted_values: bool = False  # value target: the result times search.discount per ply to the end
+    sparring: str | None = None  # an agent spec (agents.spec) playing one seat, at random, in a share of the games
+    sparring_fraction: float = 0.0  # that share; the partner's moves are samples of its choice
+
+    def __post_init__(self):
+        check_number("SelfPlayConfig.sparring_fraction", self.sparring_fraction, 0.0, 1.0)
+        if (self.sparring is None) != (self.sparring_fraction == 0):
+            raise ValueError("sparring (an agent spec) and sparring_fraction > 0 go together: "
+                             f"got {self.sparring!r} and {self.sparring_fraction}")
 
 
 @dataclasses.dataclass
@@ -172,24 +180,36 @@ def initial_weights(config: Config, net: PolicyValueNet) -> dict:
     return agent.net.state_dict()
 
 
-def start_games(config: Config, rng: np.random.Generator) -> list[Game]:
-    """An iteration's starts: the game's (or the FENs in turn), for ``random_start_fraction`` a random one."""
+def start_games(config: Config, rng: np.random.Generator) -> list[tuple[Game, int | None]]:
+    """An iteration's starts: the game's (or the FENs in turn), for ``random_start_fraction`` a random one; each
+    with the seat its sparring partner plays (``None``: self-play)."""
     s = config.selfplay
     starts = []
     for k in range(s.games_per_iteration):
         game = start_game(config, s.start_fens[k % len(s.start_fens)] if s.start_fens else None)
         if rng.random() < s.random_start_fraction:
             game = game.random_start(rng, s.random_start_plies)
-        starts.append(game)
+        seat = int(rng.integers(2)) if s.sparring_fraction and rng.random() < s.sparring_fraction else None
+        starts.append((game, seat))
     return starts
 
 
-def self_play(config: Config, starts: list[Game], evaluator: NetworkEvaluator, rng: np.random.Generator):
+def sparring_partner(config: Config):
+    """The agent of ``selfplay.sparring`` for the run's game, or ``None``."""
+    from agents.spec import from_spec  # the learner needs the specs' players only when it spars
+
+    spec = config.selfplay.sparring
+    return None if spec is None else from_spec(spec, config.game, seed=config.seed)
+
+
+def self_play(config: Config, starts: list[tuple[Game, int | None]], evaluator: NetworkEvaluator,
+              rng: np.random.Generator, opponent=None):
     """:func:`play_games` from ``starts`` with the run's settings, the evaluator's cache emptied (new weights)."""
     evaluator.clear()
     s = config.selfplay
-    return play_games(starts, evaluator, config.search, rng, s.temperature_plies, s.value_target_q,
-                      s.policy_target_power, s.discounted_values)
+    games, seats = zip(*starts)
+    return play_games(list(games), evaluator, config.search, rng, s.temperature_plies, s.value_target_q,
+                      s.policy_target_power, s.discounted_values, opponent, seats)
 
 
 def train_steps(net: PolicyValueNet, optimizer, buffer: ReplayBuffer, steps: int, batch_size: int,
@@ -277,10 +297,13 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
     # with an hour budget the bar counts seconds of self-play and learning (its ETA then means something)
     progress = run.progress(int(3600 * config.hours), desc, unit="s", done=int(trained_s)) \
         if config.hours is not None else run.progress(config.iterations, desc)
+    opponent = None
     try:
         if config.scale.workers > 0:
             schedule = SelfPlaySchedule(SelfPlayer, config, lambda r: start_games(config, r),
                                         saved if run.resumed else None)
+        else:
+            opponent = sparring_partner(config)
         for iteration in range(run.state.iteration + 1, config.iterations + 1):
             if config.hours is not None and trained_s >= config.hours * 3600:
                 break
@@ -289,7 +312,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
             for group in optimizer.param_groups:
                 group["lr"] = rate
             if schedule is None:
-                samples, results = self_play(config, start_games(config, rng), evaluator, rng)
+                samples, results = self_play(config, start_games(config, rng), evaluator, rng, opponent)
                 games_s = time.perf_counter() - t0
             else:
                 outcomes, games_s = schedule.games(net, rng)
@@ -309,6 +332,10 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                    "mean_game_plies": float(np.mean([len(r.actions) for r in results])),
                    "first_player_wins": sum(r.winner == 0 for r in results) / len(results),
                    "second_player_wins": sum(r.winner == 1 for r in results) / len(results)}
+            sparred = [r for r in results if r.opponent_seat is not None]
+            if sparred:  # the learner's score against its sparring partner
+                row["sparring_score"] = float(np.mean([0.5 if r.winner is None else float(r.winner != r.opponent_seat)
+                                                       for r in sparred]))
             if schedule is not None:
                 row["worker_restarts"] = schedule.pool.restarts
             if evaluate is not None:
@@ -333,6 +360,8 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
         run.close()
         if schedule is not None:
             schedule.pool.stop()
+        if opponent is not None and callable(getattr(opponent, "close", None)):
+            opponent.close()
     if tensors is None:  # nothing left to run: the last checkpoint
         return load_checkpoint(run.run_dir)
     return _checkpoint_state(run.state, tensors, run.run_dir)
@@ -346,11 +375,16 @@ class SelfPlayer:
         self.config = Config.from_dict(settings)
         self.net = make_net(self.config)
         self.evaluator = NetworkEvaluator(self.net, mixed_precision=self.config.scale.mixed_precision_search)
+        self.opponent = sparring_partner(self.config)
 
-    def play(self, weights: dict, job: tuple[list[Game], int]) -> tuple[Samples, list]:
+    def play(self, weights: dict, job: tuple[list[tuple[Game, int | None]], int]) -> tuple[Samples, list]:
         starts, seed = job
         self.net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
-        return self_play(self.config, starts, self.evaluator, np.random.default_rng(seed))
+        return self_play(self.config, starts, self.evaluator, np.random.default_rng(seed), self.opponent)
+
+    def close(self) -> None:
+        if callable(getattr(self.opponent, "close", None)):
+            self.opponent.close()
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",
