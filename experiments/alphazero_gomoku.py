@@ -4,6 +4,7 @@ MCTS bot; on 4x4 with four in a row, judged by an exact solver; and the seed rep
     python experiments/alphazero_gomoku.py                   # 9x9, five in a row (~30 minutes on 2 idle CPU cores)
     python experiments/alphazero_gomoku.py --preset small    # 4x4, four in a row, judged by the exact solver
     python experiments/alphazero_gomoku.py --preset study    # the input planes: history 1, 2, 3 at equal compute
+    python experiments/alphazero_gomoku.py --preset sparring # alpha-beta depth 2 plays one seat in half the games
     python experiments/alphazero_gomoku.py --resume          # continue an interrupted run
     python -m experiments.alphazero_gomoku --preset quick    # a smoke test, as a module from the repository root
 
