@@ -14,7 +14,6 @@ import numpy as np
 
 from agents.alphazero.search import SearchConfig, search
 from agents.games.base import Game
-from agents.games.chess import ChessGame
 from agents.workers import WorkerPool
 from minichess_envs.players import choose_action
 
@@ -78,8 +77,7 @@ def play_games(starts: list[Game], evaluator, search_config: SearchConfig, rng: 
     while active:
         for i in [i for i in active if seats[i] == games[i].to_play()]:
             g = games[i]
-            action = choose_action(opponent, g.position if isinstance(g, ChessGame) else g,
-                                   getattr(g, "encoding", None))
+            action = choose_action(opponent, g.view(), getattr(g, "encoding", None))
             mask = g.legal_mask()
             target = np.zeros(len(mask), np.float32)
             target[action] = 1.0  # the partner's move, as in learning from engine games; no search value

@@ -16,6 +16,7 @@ import torch
 from agents.alphazero.agent import AlphaZeroAgent
 from agents.alphazero.network import NetConfig, PolicyValueNet, loss_terms
 from agents.alphazero.search import NetworkEvaluator, SearchConfig, check_number
+from agents.arena import close_agents
 from agents.alphazero.selfplay import ReplayBuffer, Samples, SelfPlaySchedule, play_games, symmetric_samples
 from agents.devices import autocast, resolve_device
 from agents.games import Game, new_game
@@ -360,8 +361,7 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
         run.close()
         if schedule is not None:
             schedule.pool.stop()
-        if opponent is not None and callable(getattr(opponent, "close", None)):
-            opponent.close()
+        close_agents([opponent])
     if tensors is None:  # nothing left to run: the last checkpoint
         return load_checkpoint(run.run_dir)
     return _checkpoint_state(run.state, tensors, run.run_dir)
@@ -383,8 +383,7 @@ class SelfPlayer:
         return self_play(self.config, starts, self.evaluator, np.random.default_rng(seed), self.opponent)
 
     def close(self) -> None:
-        if callable(getattr(self.opponent, "close", None)):
-            self.opponent.close()
+        close_agents([self.opponent])
 
 
 def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",

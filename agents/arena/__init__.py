@@ -98,7 +98,7 @@ class _Board:
 
     def view(self):
         """What a player is shown: a chess game's Position, any other game itself."""
-        return self.game.position if isinstance(self.game, ChessGame) else self.game
+        return self.game.view()
 
     def play(self, choice, mask, illegal: str, label: str | None = None) -> None:
         """Play ``choice`` if it is legal; else raise, or forfeit the game for the mover."""

@@ -26,6 +26,10 @@ class Game:
     def copy(self) -> Game:
         raise NotImplementedError
 
+    def view(self):
+        """What a player is shown to choose a move (``minichess_envs.players``): the game itself."""
+        return self
+
     def to_play(self) -> int:
         """The player to move, 0 or 1."""
         raise NotImplementedError

@@ -66,6 +66,10 @@ class ChessGame(Game):
         reason, winner = self.position.outcome_code()
         return winner if reason and winner >= 0 else None
 
+    def view(self) -> Position:
+        """A player is shown the chess position."""
+        return self.position
+
     def observation(self) -> np.ndarray:
         return self.encoding.encode(self.position)
 
