@@ -309,13 +309,14 @@ def cpu_model() -> str:
 
 
 def machine() -> dict:
-    """The machine now: CPU model, cores, torch threads (if torch is loaded) and the load average."""
+    """The machine now: CPU model, cores, torch threads and CUDA GPU (if torch is loaded), and the load average."""
     torch = sys.modules.get("torch")
     try:
         load = list(os.getloadavg())
     except OSError:  # not on every platform
         load = None
-    return {"cpu": cpu_model(), "cores": os.cpu_count(),
+    gpu = torch.cuda.get_device_name(0) if torch is not None and torch.cuda.is_available() else None
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "gpu": gpu,
             "torch_threads": torch.get_num_threads() if torch is not None else None, "load_average": load}
 
 
@@ -325,7 +326,8 @@ def machine_text(start: dict, end: dict | None = None) -> str:
     load = ["unknown" if m["load_average"] is None else " / ".join(f"{x:.2f}" for x in m["load_average"])
             for m in (start, end)]
     threads = end["torch_threads"] if end["torch_threads"] is not None else start["torch_threads"]
-    return (f"Measured on {start['cpu']} ({start['cores']} cores), "
+    gpu = start.get("gpu") or end.get("gpu")  # "auto" puts the networks there
+    return (f"Measured on {start['cpu']} ({start['cores']} cores)" + (f" and a GPU ({gpu})" if gpu else "") + ", "
             + (f"{threads} torch thread{'s' if threads != 1 else ''} in the main process; " if threads else "")
             + f"load average (1 / 5 / 15 min) {load[0]} at the start and {load[1]} at the end "
             "(a load above the core count means other work shared the machine).")

@@ -162,6 +162,7 @@ def test_machine_text_states_cpu_threads_and_load():
     assert start["cores"] == os.cpu_count() and start["cpu"]
     text = machine_text(start)
     assert str(os.cpu_count()) in text and "load average" in text and f"{torch.get_num_threads()} torch thread" in text
+    assert (" GPU" in text) == torch.cuda.is_available()  # a GPU the networks may run on is named
 
 
 def test_stale_tablebase_temporaries_are_removed(tmp_path):

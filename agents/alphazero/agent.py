@@ -51,10 +51,11 @@ class AlphaZeroAgent(NetworkAgent):
             if self.encoding is not None:
                 raise ValueError("AlphaZeroAgent needs the positions: act(observation, action_mask, position)")
             positions = [self.probe.from_observation(o) for o in observations]
-        return self.act_games([self.as_game(p) for p in positions])
+        return self.act_games(positions)
 
     def act_games(self, games) -> np.ndarray:
-        """The chosen action in each game (one batched search or network call for all)."""
+        """The chosen action in each game or chess position (one batched search or network call for all)."""
+        games = [self.as_game(g) for g in games]
         if self.simulations <= 0:
             return self.policy_value(games)[0].argmax(1)
         return search(games, self.evaluator, self.search).actions

@@ -46,11 +46,8 @@ def checkpoint_tournament(checkpoints: Sequence[str], variant: str, engine_nodes
     players = []
     for path in checkpoints:
         agent = load(path)
-        if simulations is not None:
-            from agents.alphazero.agent import AlphaZeroAgent
-
-            if isinstance(agent, AlphaZeroAgent):
-                agent = AlphaZeroAgent.load(path, simulations=simulations)
+        if simulations is not None and hasattr(agent, "simulations"):  # a searching agent (AlphaZero)
+            agent = type(agent).load(path, simulations=simulations)
         agent.name = os.path.basename(os.path.normpath(path))
         players.append(agent)
     names = [p.name for p in players]
