@@ -4,7 +4,6 @@ MCTS bot; on 4x4 with four in a row, judged by an exact solver; and the seed rep
     python experiments/alphazero_gomoku.py                   # 9x9, five in a row (~30 minutes on 2 idle CPU cores)
     python experiments/alphazero_gomoku.py --preset small    # 4x4, four in a row, judged by the exact solver
     python experiments/alphazero_gomoku.py --preset study    # the input planes: history 1, 2, 3 at equal compute
-    python experiments/alphazero_gomoku.py --preset sparring # alpha-beta depth 2 plays one seat in half the games
     python experiments/alphazero_gomoku.py --resume          # continue an interrupted run
     python -m experiments.alphazero_gomoku --preset quick    # a smoke test, as a module from the repository root
 
@@ -63,19 +62,20 @@ class Options:
     bot_simulations: Hidden[int] = 1000
     sample: Hidden[int] = 500  # solver-judged positions (a solved board)
     opening_plies: Hidden[int] = 2  # the study's games open with this many random plies (else every game is one)
-    sparring: Hidden[str | None] = None  # an agent spec playing one seat in a share of the self-play games
-    sparring_fraction: Hidden[float] = 0.0
+    # alpha-beta depth 2 (the judge) plays one seat in half the self-play games, its moves samples too: without it
+    # self-play collapses into first-player wins and the agent never learns to defend (docs/decisions.md)
+    sparring: Hidden[str | None] = "alpha-beta:2"
+    sparring_fraction: Hidden[float] = 0.5
 
 
 PRESETS = {
     "quick": dict(iterations=2, minutes=None, games=8, simulations=8, eval_simulations=8, match_games=2, bot_games=1,
                   bot_simulations=20, sample=40, board="gomoku7k4"),
+    # pure self-play: the solved board needs no partner, and the study compares the seed's planes under its method
     "small": dict(board="gomoku4k4", out="runs/alphazero_gomoku4k4", iterations=15, minutes=None, games=128,
-                  simulations=32, match_games=20),
+                  simulations=32, match_games=20, sparring=None, sparring_fraction=0.0),
     "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, match_games=20,
-                  bot_games=0),
-    # half the games against alpha-beta depth 2 (the judge), whose moves are samples too: it teaches defence
-    "sparring": dict(sparring="alpha-beta:2", sparring_fraction=0.5, out="runs/alphazero_gomoku_sparring"),
+                  bot_games=0, sparring=None, sparring_fraction=0.0),
 }
 DEPTH = 2  # the alpha-beta judge's depth
 SOLVED = 4  # boards up to this size are judged by the exact solver

@@ -201,7 +201,7 @@ def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
     out = []
     for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 50), (GomokuAlphaBeta(2, seed=2), 50),
-                                (OpenSpielMCTS(1000, seed=3), 10)):
+                                (GomokuAlphaBeta(3, seed=4), 10), (OpenSpielMCTS(1000, seed=3), 10)):
             out += [match(done, label, agent, opponent, "gomoku", games, seats) for seats in ("first", "second")]
     return out
 
@@ -341,7 +341,8 @@ def main(argv=None) -> int:
         if entry.rated:
             agent_dir = with_settings(agent_dir, entry.rated)
         started = machine()
-        training = {"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, {started['cores']} cores",
+        training = {"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, {started['cores']} cores"
+                    + (f", {started['gpu']}" if started["gpu"] else ""),
                     "date": datetime.date.today().isoformat()}
         if command_minutes is not None:
             training["command_minutes"] = command_minutes
