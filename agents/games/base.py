@@ -276,3 +276,25 @@ class Judge(Agent):
     def scores(self, game: GridGame) -> dict[int, int]:
         """Each legal action's score for the player to move, higher is better."""
         raise NotImplementedError
+
+
+def judged_positions(start: GridGame, player: Judge, solver, count: int, seed: int = 0, epsilon: float = 0.3,
+                  progress=None) -> tuple[list[GridGame], list[dict[int, int]]]:
+    """``count`` distinct positions going on, drawn (seeded) from games of ``player`` against itself from ``start``,
+    each move random with probability ``epsilon`` so that the games spread, and each position's exact move values
+    ``solver.move_values(game)`` (1 win, 0 draw, -1 loss; ``progress(done)`` after each)."""
+    rng = np.random.default_rng(seed)
+    seen: dict[tuple, GridGame] = {}
+    while len(seen) < 4 * count:
+        game = start.copy()
+        while not game.is_over():
+            seen.setdefault(tuple(game.board), game.copy())
+            game.step(int(rng.choice(game.legal_actions())) if rng.random() < epsilon else player.choose(game))
+    keys = sorted(seen)
+    positions = [seen[keys[i]] for i in sorted(rng.choice(len(keys), size=count, replace=False))]
+    values = []
+    for game in positions:
+        values.append(solver.move_values(game))
+        if progress is not None:
+            progress(len(values))
+    return positions, values

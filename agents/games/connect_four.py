@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from agents.games.base import GridGame, Judge
+from agents.games.base import GridGame, Judge, judged_positions
 
 
 class ConnectFour(GridGame, length=4, zobrist_seed=4):
@@ -170,37 +170,11 @@ class ConnectFourSolver(Judge):
         return {c: int(np.sign(s)) for c, s in self.scores(game).items()}
 
 
-def sample_positions(count: int, seed: int = 0, depth: int = 2, epsilon: float = 0.3) -> list[ConnectFour]:
-    """A seeded sample of ``count`` distinct non-terminal Connect Four positions from real games:
-    alpha-beta at ``depth`` against itself, each move random with probability ``epsilon``
-    (so that the games spread), every position of every game a candidate."""
-    rng = np.random.default_rng(seed)
-    player = ConnectFourAlphaBeta(depth, seed)
-    seen: dict[tuple, ConnectFour] = {}
-    while len(seen) < 4 * count:
-        game = ConnectFour()
-        while not game.is_over():
-            seen.setdefault(tuple(game.board), game.copy())
-            if rng.random() < epsilon:
-                game.step(int(rng.choice(game.legal_actions())))
-            else:
-                game.step(player.choose(game))
-    keys = sorted(seen)
-    picked = rng.choice(len(keys), size=count, replace=False)
-    return [seen[keys[i]] for i in sorted(picked)]
-
-
 def judged_sample(count: int, seed: int = 0,
                   progress: Callable[[int], None] | None = None) -> tuple[list[ConnectFour], list[dict[int, int]]]:
-    """The Connect Four experiments' judged positions: :func:`sample_positions` and the solver's
-    :meth:`ConnectFourSolver.move_values` of each (``progress(done)`` after each). ``ImportError``
-    without bitbully."""
+    """The Connect Four experiments' judged positions: from games of alpha-beta depth 2 against itself, each move
+    random with probability 0.3, judged by :class:`ConnectFourSolver` (:func:`~agents.games.base.judged_positions`).
+    ``ImportError`` without bitbully."""
     solver = ConnectFourSolver(seed=seed)
-    positions = sample_positions(count, seed=seed)
-    move_values = []
-    for i, game in enumerate(positions):
-        move_values.append(solver.move_values(game))
-        if progress is not None:
-            progress(i + 1)
-    return positions, move_values
+    return judged_positions(ConnectFour(), ConnectFourAlphaBeta(2, seed), solver, count, seed, 0.3, progress)
 

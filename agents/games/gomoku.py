@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from agents.games.base import GridGame, Judge
+from agents.games.base import GridGame, Judge, judged_positions
 
 #: Board sizes Gomoku.sized takes (OpenSpiel's gomoku goes to 19, the largest Go board).
 SIZES = range(3, 20)
@@ -336,21 +336,6 @@ def alpha_beta_values(game: GridGame, depth: int) -> dict[int, int]:
 
 def judged_sample(cls: type[Gomoku], count: int, seed: int = 0, epsilon: float = 0.5,
                   progress=None) -> tuple[list[Gomoku], list[dict[int, int]]]:
-    """``count`` distinct positions going on, from games of alpha-beta depth 1 against itself with each move
-    random with probability ``epsilon`` (so that the games spread), and each position's exact move values
-    (:class:`GomokuSolver`; ``progress(done)`` after each). For boards the solver settles."""
-    rng, player = np.random.default_rng(seed), GomokuAlphaBeta(1, seed)
-    seen: dict[tuple, Gomoku] = {}
-    while len(seen) < 4 * count:
-        game = cls()
-        while not game.is_over():
-            seen.setdefault(tuple(game.board), game.copy())
-            game.step(int(rng.choice(game.legal_actions())) if rng.random() < epsilon else player.choose(game))
-    keys = sorted(seen)
-    positions = [seen[keys[i]] for i in sorted(rng.choice(len(keys), size=count, replace=False))]
-    solver, values = GomokuSolver(cls), []
-    for game in positions:
-        values.append(solver.move_values(game))
-        if progress is not None:
-            progress(len(values))
-    return positions, values
+    """Positions from games of alpha-beta depth 1 against itself, judged by :class:`GomokuSolver`
+    (:func:`~agents.games.base.judged_positions`). For boards the solver settles."""
+    return judged_positions(cls(), GomokuAlphaBeta(1, seed), GomokuSolver(cls), count, seed, epsilon, progress)
