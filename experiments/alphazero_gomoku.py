@@ -1,5 +1,6 @@
-"""AlphaZero learns Gomoku (freestyle) by self-play: on 9x9 with five in a row, judged by alpha-beta and OpenSpiel's
-MCTS bot; on 4x4 with four in a row, judged by an exact solver; and the seed report's input-plane study.
+"""AlphaZero learns Gomoku (freestyle): on 9x9 with five in a row, by self-play with alpha-beta depth 2 as sparring
+partner in half the games, judged by alpha-beta and OpenSpiel's MCTS bot; on 4x4 with four in a row, by self-play
+alone, judged by an exact solver; and the seed report's input-plane study.
 
     python experiments/alphazero_gomoku.py                   # 9x9, five in a row (~30 minutes on 2 idle CPU cores)
     python experiments/alphazero_gomoku.py --preset small    # 4x4, four in a row, judged by the exact solver
