@@ -55,10 +55,9 @@ class AlphaZeroAgent(NetworkAgent):
 
     def act_games(self, games) -> np.ndarray:
         """The chosen action in each game or chess position (one batched search or network call for all)."""
-        games = [self.as_game(g) for g in games]
         if self.simulations <= 0:
             return self.policy_value(games)[0].argmax(1)
-        return search(games, self.evaluator, self.search).actions
+        return search([self.as_game(g) for g in games], self.evaluator, self.search).actions
 
     def policy_value(self, games) -> tuple[np.ndarray, np.ndarray]:
         """The network's priors over each game's legal actions, and its value for the player to move."""
