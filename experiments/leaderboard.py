@@ -1,6 +1,6 @@
 """Leaderboard: every available agent against random and each other, per variant.
 
-    python experiments/leaderboard.py                         # gardner, gardner-kingcapture, 3x3: under a minute on 2 cores
+    python experiments/leaderboard.py                         # gardner, gardner-kingcapture, 3x3: minutes on 2 cores
     python experiments/leaderboard.py --variant losalamos --games 20
     python experiments/leaderboard.py --variant checkers --games 20   # a board game
     python experiments/leaderboard.py --preset all-variants   # every variant, 20 games a pairing, engines at 10 nodes
@@ -9,7 +9,8 @@
 Agents (``agents.arena.leaderboard``): random, greedy, minimax at depths 1-3, Fairy-Stockfish (Stockfish
 for 8x8) at 1/10/100 nodes where the variant has a UCI_Variant and the binary is installed, PerfectAgent
 for 3x3, every saved agent found under ``--runs`` (a directory with ``agent.json`` whose agent names
-its variant) and the zoo's agents (``agents.zoo``; ``--no-zoo`` leaves them out). A board game's agents:
+its variant) and the zoo's agents (``agents.zoo``) at their casual setting (``--zoo rated``: the setting their
+cards rate, up to seconds a move; ``--zoo none`` leaves them out). A board game's agents:
 random, its alpha-beta at depths 1-3 and exact solver where it has them, OpenSpiel's MCTS bot at 10 and 100
 simulations (``pip install open-spiel``), its saved agents and zoo agents. Each pairing plays ``--games``
 games, colors alternating. Elo is fitted over all games of a
@@ -28,7 +29,7 @@ import dataclasses
 import datetime
 import os
 import time
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 from agents.runs import command_line, machine, machine_text, write_csv  # first: the OpenMP setting, before torch
 
@@ -54,7 +55,7 @@ class Options:
     out: str = ""  # output folder (empty: runs/leaderboard/<time>)
     workers: int = 0  # game processes (0: one per core)
     engines: bool = True  # Fairy-Stockfish / Stockfish among the players
-    zoo: bool = True  # the zoo's trained agents among the players (agents.zoo)
+    zoo: Literal["casual", "rated", "none"] = "casual"  # the zoo's trained agents (agents.zoo) at this setting
     ladder: bool = False  # also play every saved agent through its variant's published strength ladder
     reference_games: Annotated[int, Fixed] = 1000  # random-vs-random games
     depths: Annotated[tuple[int, ...], Fixed] = (1, 2, 3)  # minimax depths
@@ -91,7 +92,7 @@ def main(argv=None) -> None:
         variants = list(VARIANTS)
     else:
         variants = [v if is_board_game(v) else get_variant(v).name for v in args.variant]
-    saved += zoo_players() if args.zoo else []
+    saved += zoo_players(casual=args.zoo == "casual") if args.zoo != "none" else []
     out = args.out or os.path.join(args.runs, "leaderboard", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out, exist_ok=True)
     print(f"checkpoints found: {len(saved)}; variants: {', '.join(variants)}; workers: {board_args['workers']}")

@@ -216,7 +216,7 @@ def test_pgn_has_variant_tags(tmp_path):
     match = play_match(GreedyAgent(), RandomAgent(), "losalamos", games=2, seed=0)
     for g in match.games:
         assert '[Variant "losalamos"]' in g.pgn and '[FEN "rnqknr/pppppp/6/6/PPPPPP/RNQKNR w - - 0 1"]' in g.pgn
-        assert f'[White "{g.white}"]' in g.pgn and f'[Round "1.' in g.pgn
+        assert f'[White "{g.white}"]' in g.pgn and '[Round "1.' in g.pgn
 
 
 def test_rating_results_feed_elo():
@@ -237,7 +237,7 @@ def test_leaderboard_runs_and_writes_its_outputs(tmp_path, capsys):
     (runs / "broken" / "agent.json").write_text("{not json")
     out = tmp_path / "out"
     leaderboard.main(["--preset", "quick", "--variant", "3x3", "--games", "4",  # quick: 20 reference games, minimax d1
-                      "--runs", str(runs), "--out", str(out), "--workers", "1", "--no-zoo"])
+                      "--runs", str(runs), "--out", str(out), "--workers", "1", "--zoo", "none"])
     printed = capsys.readouterr().out
     assert "skipping checkpoint" in printed and "| ref | random vs random |" in printed
     for name in ("leaderboard.md", "leaderboard.csv", "games.pgn"):
@@ -261,7 +261,7 @@ def test_a_board_game_leaderboard_has_its_judges_and_saved_agents(tmp_path, caps
     config = with_changes(Config(), game="connect_four", blocks=1, channels=8, policy_channels=2)
     AlphaZeroAgent(make_net(config), "connect_four", simulations=2).save(str(runs / "c4"))
     leaderboard.main(["--preset", "quick", "--variant", "connect_four", "--games", "2", "--runs", str(runs),
-                      "--out", str(out), "--workers", "2", "--no-zoo"])  # the zoo's Connect Four agent is slow
+                      "--out", str(out), "--workers", "2", "--zoo", "none"])  # the zoo's Connect Four agent is slow
     text = (out / "leaderboard.md").read_text()
     assert "| vs random as first | vs random as second |" in text
     assert "| ref | random vs random | 0 | | first wins" in text
@@ -336,7 +336,8 @@ def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, caps
     leaderboard.main(["--preset", "quick", "--variant", "3x3", "--runs", str(runs), "--out", str(out)])
     assert f"workers: {cores}" in capsys.readouterr().out
     rows = list(csv.DictReader(io.StringIO((out / "leaderboard.csv").read_text())))
-    zoo_agents = {f"zoo:{name}" for name in zoo.names() if zoo.card(name).game == "3x3"}  # they enter by default
+    zoo_agents = {f"zoo:{name}" + ":casual" * bool(zoo.card(name).casual)  # they enter by default, casual
+                  for name in zoo.names() if zoo.card(name).game == "3x3"}
     players = {"random", "greedy", "minimax-d1", "perfect", "az/agent"} | zoo_agents
     assert {r["agent"] for r in rows if r["kind"] == "agent"} == players
     pgn = (out / "games.pgn").read_text()

@@ -149,6 +149,21 @@ def test_the_web_app_offers_every_entry_and_plays_one(torch):
     assert r.status_code == 201, r.text
 
 
+def test_the_leaderboard_enters_each_entry_at_its_casual_setting_or_its_only_one(torch):
+    from agents.arena.leaderboard import zoo_players
+
+    for casual in (True, False):
+        players = {spec: (game, agent) for game, spec, agent in zoo_players(casual)}
+        assert len(players) == len(SHIPPED)
+        for name in SHIPPED:
+            card = zoo.card(name)
+            spec = f"zoo:{name}:casual" if casual and card.casual else f"zoo:{name}"
+            game, agent = players[spec]
+            assert game == card.game and agent.name == spec
+            for key, value in (card.casual.items() if spec.endswith(":casual") else ()):
+                assert getattr(agent, key) == value
+
+
 def test_an_entry_rated_at_another_setting_keeps_its_network(tmp_path, torch):
     from experiments import zoo as script
 

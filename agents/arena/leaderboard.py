@@ -47,15 +47,18 @@ def saved_players(runs: str, skip: str = "leaderboard") -> list[tuple[str, str, 
     return found
 
 
-def zoo_players() -> list[tuple[str, str, object]]:
-    """``(game, name, agent)`` for every zoo entry (:mod:`agents.zoo`) at its rated setting; one that does not load
-    (an extra missing) is skipped with a note."""
+def zoo_players(casual: bool = True) -> list[tuple[str, str, object]]:
+    """``(game, spec, agent)`` for every zoo entry (:mod:`agents.zoo`): at its ``casual`` setting where it has one
+    (a round robin plays every pairing, and a rated search such as Gardner's 4,096 simulations a move would take
+    hours), else at its rated one; one that does not load (an extra missing) is skipped with a note."""
     from agents import zoo
 
     found = []
     for name in zoo.names():
         try:
-            found.append((zoo.card(name).game, f"zoo:{name}", zoo.load(name)))
+            card = zoo.card(name)
+            agent = zoo.load(name, casual=casual and bool(card.casual))
+            found.append((card.game, agent.name, agent))
         except Exception as exc:  # torch not installed, a damaged entry: the rest of the leaderboard goes on
             print(f"skipping zoo entry {name}: {type(exc).__name__}: {exc}")
     return found
