@@ -187,7 +187,7 @@ def move_score_table(rows: Sequence[dict], sides: bool = True) -> str:
 
 def match_table(matches: Sequence) -> str:
     """Markdown of :class:`agents.arena.MatchResult` s: W-D-L of the first player named, its win and not-lost
-    rates and score with 95% Wilson intervals, and how many games differ (by their final positions)."""
+    rates and score with 95% Wilson intervals, and how many games differ (by their moves)."""
     rows = []
     for m in matches:
         t = m.tally()

@@ -179,7 +179,7 @@ the search alone; its interval is correspondingly wide.
 
 ## Matches
 
-W-D-L of the first player named; distinct: how many of the games differ, by their final positions.
+W-D-L of the first player named; distinct: how many of the games differ, by their moves.
 
 {match_table(matches)}
 

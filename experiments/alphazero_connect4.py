@@ -190,7 +190,7 @@ drawn one where it loses (draw->loss).
 ## Matches
 
 Alpha-beta and the solver break ties between equally good columns at random (seeded), so games differ
-(distinct: how many of the games differ, by their final boards).
+(distinct: how many of the games differ, by their moves).
 
 {match_table(matches)}
 

@@ -62,7 +62,9 @@ class Options:
     bot_games: Hidden[int] = 10  # games per colour against OpenSpiel's MCTS bot
     bot_simulations: Hidden[int] = 1000
     sample: Hidden[int] = 500  # solver-judged positions (a solved board)
-    opening_plies: Hidden[int] = 2  # the study's games open with this many random plies (else every game is one)
+    # every match's games open with this many random plies: the searches are nearly deterministic, and from the empty
+    # board 50 games against alpha-beta depth 2 were 4 different games (docs/results/boardgames.md)
+    opening_plies: Hidden[int] = 2
     # alpha-beta depth 2 (the judge) plays one seat in half the self-play games, its moves samples too: without it
     # self-play collapses into first-player wins and the agent never learns to defend (docs/decisions.md)
     sparring: Hidden[str | None] = "alpha-beta:2"
@@ -124,17 +126,16 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     scores, matches = {}, []
 
-    def match(a, b, games, label_a, label_b, seats, opening_plies=0):
+    def match(a, b, games, label_a, label_b, seats):
         with Progress(games, f"{label_a} vs {label_b}, moving {seats}", unit="game") as bar:
             matches.append(play_match(a, b, args.board, games, seed=args.seed, seats=seats, names=(label_a, label_b),
-                                      opening_plies=opening_plies,
+                                      opening_plies=args.opening_plies,
                                       progress=lambda record, done, total: bar.update(done)))
 
     if args.study:
         for a, b in ((1, 2), (1, 3), (2, 3)):
             for seats in ("first", "second"):
-                match(agents[a], agents[b], args.match_games, f"history {a}", f"history {b}", seats,
-                      args.opening_plies)
+                match(agents[a], agents[b], args.match_games, f"history {a}", f"history {b}", seats)
     else:
         mcts, raw = agents[args.history], AlphaZeroAgent.from_checkpoint(state, 0, name="raw policy")
         mcts.name = f"MCTS {args.eval_simulations}"
@@ -173,9 +174,7 @@ def write_report(args, configs, states, scores, matches, final_seconds, wall_sec
                  f"{move_score_table(rows, sides=False)}\n\n")
     if args.study:
         text += ("Head to head at equal compute (same settings, seed and iterations), "
-                 f"MCTS {args.eval_simulations} each, every pairing with both colours, each game after "
-                 f"{args.opening_plies} random plies (the same openings with each colour; the searches are "
-                 "deterministic, so from the empty board every game of a pairing would be one game). The seed "
+                 f"MCTS {args.eval_simulations} each, every pairing with both colours. The seed "
                  "report saw the last-move planes help.\n\n")
     elif scores:
         value = GomokuSolver(type(new_game(args.board))).value(0, 0)
@@ -185,11 +184,15 @@ def write_report(args, configs, states, scores, matches, final_seconds, wall_sec
         first = next((m.tally() for m in matches if m.b.startswith("alpha") and m.seats == "first"), None)
         if first is not None:
             low, high = first.rate_interval("wins")
-            text += (f"Moving first against alpha-beta depth {DEPTH}, MCTS {args.eval_simulations} won "
+            text += (f"Moving first against alpha-beta depth {DEPTH} (after the random opening plies below), MCTS "
+                     f"{args.eval_simulations} won "
                      f"{first.wins} of {first.games} games ({first.wins / first.games:.3f}, 95% Wilson [{low:.3f}, "
                      f"{high:.3f}]; target >= 0.90). Target against OpenSpiel's MCTS bot at {args.bot_simulations} "
                      "simulations: a score >= 0.5.\n\n")
     text += f"""## Matches
+
+Every game opens with {args.opening_plies} random plies, the same ones with each colour: the searches are nearly
+deterministic, so that from the empty board a match repeats a few games (distinct: how many games differ).
 
 {match_table(matches)}
 

@@ -136,15 +136,19 @@ def value_preserving(label: str, agent, positions, move_values, what: str) -> di
                 unit="positions")
 
 
-def match(done: Finished, label: str, agent, opponent, game: str, games: int, seats: str, workers: int = 1) -> dict:
-    """``agent``'s score against ``opponent`` in ``games`` games moving ``seats``, with its interval."""
+def match(done: Finished, label: str, agent, opponent, game: str, games: int, seats: str, workers: int = 1,
+          opening_plies: int = 0) -> dict:
+    """``agent``'s score against ``opponent`` in ``games`` games moving ``seats``, each after ``opening_plies``
+    random plies, with its interval."""
+    how = f"moving {seats}" + (f", after {opening_plies} random plies" if opening_plies else "")
+
     def measure():
         t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name),
-                       workers=workers).tally()
-        return dict(player=label, measure=f"score against {opponent.name}, moving {seats}", score=t.score,
+                       workers=workers, opening_plies=opening_plies).tally()
+        return dict(player=label, measure=f"score against {opponent.name}, {how}", score=t.score,
                     low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
 
-    return done.get(f"{label} against {opponent.name}, moving {seats}, {games} games", measure)
+    return done.get(f"{label} against {opponent.name}, {how}, {games} games", measure)
 
 
 def rate_tictactoe(name: str, casual: bool, done: Finished) -> list[dict]:
@@ -195,6 +199,8 @@ def rate_connect_four(name: str, casual: bool, done: Finished) -> list[dict]:
 
 
 def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
+    """Every game after 2 random plies, as experiments/alphazero_gomoku.py plays its matches: from the empty board
+    the searches repeat a few games."""
     from agents.games.gomoku import GomokuAlphaBeta
     from agents.players.openspiel_mcts import OpenSpielMCTS
 
@@ -202,7 +208,8 @@ def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
     for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 50), (GomokuAlphaBeta(2, seed=2), 50),
                                 (GomokuAlphaBeta(3, seed=4), 10), (OpenSpielMCTS(1000, seed=3), 10)):
-            out += [match(done, label, agent, opponent, "gomoku", games, seats) for seats in ("first", "second")]
+            out += [match(done, label, agent, opponent, "gomoku", games, seats, opening_plies=2)
+                    for seats in ("first", "second")]
     return out
 
 

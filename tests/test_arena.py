@@ -19,6 +19,7 @@ from agents import GreedyAgent, MinimaxAgent, RandomAgent
 from agents.arena import (
     ILLEGAL_MOVE,
     PLY_LIMIT,
+    MatchResult,
     all_games,
     color_tally,
     game_seed,
@@ -369,6 +370,19 @@ def test_board_game_matches_score_by_the_rules():
     t = match.tally()
     assert (t.wins, t.losses) == (0, 3) and t.rate_interval("wins")[1] < 0.6
     assert match.tally(color="first").games == 0 and match.tally(color="second").games == 3
+
+
+def test_games_that_end_alike_by_other_moves_are_distinct():
+    from agents import CallableAgent
+
+    def script(cells, name):  # the first of ``cells`` still free
+        return CallableAgent(lambda game: next(c for c in cells if c in game.legal_actions()), name)
+
+    # X takes the top row while O takes two cells of the middle row, in two orders: one final board, two games
+    one = play_game(script([0, 1, 2], "x"), script([3, 4], "o"), "tictactoe")
+    other = play_game(script([1, 0, 2], "x"), script([4, 3], "o"), "tictactoe")
+    assert one.final == other.final and one.moves != other.moves and one.result == "1-0"
+    assert MatchResult("x", "o", [one, other, one]).distinct == 2
 
 
 def test_board_game_records_replay_in_pettingzoo_to_the_same_result():

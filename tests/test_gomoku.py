@@ -231,6 +231,8 @@ def test_tiny_experiment_runs_judge_by_solver_and_play_the_input_study(tmp_path)
     matches = list(csv.DictReader(open(tmp_path / "solved" / "matches.csv")))
     assert {(m["opponent"], m["player moves"]) for m in matches} == {
         (o, s) for o in ("alpha-beta depth 2", "OpenSpiel MCTS 20") for s in ("first", "second")}
+    # each game opens with random plies: two searches from the empty board would repeat one game
+    assert all(m["distinct_games"] == m["games"] for m in matches)
     agent = agents.load(str(tmp_path / "solved" / "agent"))
     game = new_game("gomoku4k4", history=2)
     assert agent.history == 2 and agent.act(game.observation(), game.legal_mask(), game) in game.legal_actions()

@@ -254,8 +254,8 @@ class MatchResult:
 
     @property
     def distinct(self) -> int:
-        """How many different games were played, by their final positions."""
-        return len({g.final for g in self.games})
+        """How many different games were played: by their start and moves (two games may end alike)."""
+        return len({(g.start_fen, g.moves) for g in self.games})
 
     def summary(self) -> str:
         lines = [f"{self.a} vs {self.b}: {self.tally()}"]
