@@ -49,8 +49,8 @@ def saved_players(runs: str, skip: str = "leaderboard") -> list[tuple[str, str, 
 
 def zoo_players(casual: bool = True) -> list[tuple[str, str, object]]:
     """``(game, spec, agent)`` for every zoo entry (:mod:`agents.zoo`): at its ``casual`` setting where it has one
-    (a round robin plays every pairing, and a rated search such as Gardner's 4,096 simulations a move would take
-    hours), else at its rated one; one that does not load (an extra missing) is skipped with a note."""
+    (a round robin plays every pairing, and a rated search takes up to a second a move), else at its rated one;
+    one that does not load (an extra missing) is skipped with a note."""
     from agents import zoo
 
     found = []
