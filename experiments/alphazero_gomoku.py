@@ -32,7 +32,7 @@ from agents.alphazero.train import Config, train, with_changes, write_agent
 from agents.arena import play_match
 from agents.arena.evaluation import score_moves
 from agents.games import new_game
-from agents.games.gomoku import GomokuAlphaBeta, GomokuSolver, judged_sample
+from agents.games.gomoku import MATCH_OPENING_PLIES, GomokuAlphaBeta, GomokuSolver, judged_sample
 from agents.players.openspiel_mcts import OpenSpielMCTS
 from agents.players.random_agent import RandomAgent
 from agents.reports import match_table, move_score_rows, move_score_table, selfplay_text, settings_text
@@ -62,9 +62,7 @@ class Options:
     bot_games: Hidden[int] = 10  # games per colour against OpenSpiel's MCTS bot
     bot_simulations: Hidden[int] = 1000
     sample: Hidden[int] = 500  # solver-judged positions (a solved board)
-    # every match's games open with this many random plies: the searches are nearly deterministic, and from the empty
-    # board 50 games against alpha-beta depth 2 were 4 different games (docs/results/boardgames.md)
-    opening_plies: Hidden[int] = 2
+    opening_plies: Hidden[int] = MATCH_OPENING_PLIES  # random plies opening every match's games
     # alpha-beta depth 2 (the judge) plays one seat in half the self-play games, its moves samples too: without it
     # self-play collapses into first-player wins and the agent never learns to defend (docs/decisions.md)
     sparring: Hidden[str | None] = "alpha-beta:2"

@@ -203,16 +203,16 @@ def rate_connect_four(name: str, casual: bool, done: Finished) -> list[dict]:
 
 
 def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
-    """Every game after 2 random plies, as experiments/alphazero_gomoku.py plays its matches: from the empty board
-    the searches repeat a few games."""
-    from agents.games.gomoku import GomokuAlphaBeta
+    """Every game after the random plies experiments/alphazero_gomoku.py opens its matches with: from the empty
+    board the searches repeat a few games."""
+    from agents.games.gomoku import MATCH_OPENING_PLIES, GomokuAlphaBeta
     from agents.players.openspiel_mcts import OpenSpielMCTS
 
     out = []
     for label, _, agent in settings(name, casual):
         for opponent, games in ((RandomAgent(1), 50), (GomokuAlphaBeta(2, seed=2), 50),
                                 (GomokuAlphaBeta(3, seed=4), 10), (OpenSpielMCTS(1000, seed=3), 10)):
-            out += [match(done, label, agent, opponent, "gomoku", games, seats, opening_plies=2)
+            out += [match(done, label, agent, opponent, "gomoku", games, seats, opening_plies=MATCH_OPENING_PLIES)
                     for seats in ("first", "second")]
     return out
 

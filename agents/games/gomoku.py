@@ -15,6 +15,9 @@ from agents.games.base import GridGame, Judge, judged_positions
 
 #: Board sizes Gomoku.sized takes (OpenSpiel's gomoku goes to 19, the largest Go board).
 SIZES = range(3, 20)
+#: Random plies opening each game of a match: the search and alpha-beta are nearly deterministic, and from the
+#: empty board 50 games against alpha-beta depth 2 were 4 different games (docs/results/boardgames.md).
+MATCH_OPENING_PLIES = 2
 _SIZED: dict[tuple[int, int], type] = {}
 
 
