@@ -146,18 +146,21 @@ def main(argv=None) -> int:
     print(f"final matches (search with {args.eval_simulations} simulations) ...", flush=True)
     t0 = time.perf_counter()
     agent = AlphaZeroAgent.from_checkpoint(state, simulations=args.eval_simulations, move_choice=MOVE_CHOICE)
+    # the final matches' games as each ends: --resume goes on from there for the same weights and search
+    journal = os.path.join(args.out, f"final-games-{state['iteration']}-{args.eval_simulations}.jsonl")
     vs_random = {color: versus_random(agent, args.variant, games=args.final_games, color=color, seed=1_000_000)
                  for color in ("white", "black")}
     head_to_head = []
     for opponent in (MinimaxAgent(depth=2, seed=1), MinimaxAgent(depth=3, seed=1)):
         match = play_match(agent, opponent, args.variant, games=args.opponent_games, seed=7, opening_plies=2,
-                           workers=os.cpu_count() or 1)
+                           workers=os.cpu_count() or 1, journal=journal)
         head_to_head.append((opponent.name, match.tally(agent.name)))
         print(f"vs {opponent.name}: {match.tally(agent.name)}", flush=True)
     final_ladder = None
     if ladder is not None:
         print(f"ladder: Fairy-Stockfish at {args.final_levels} nodes ...", flush=True)
-        final_ladder = play_ladder(agent, args.variant, args.final_levels, ladder, openings=args.final_openings)
+        final_ladder = play_ladder(agent, args.variant, args.final_levels, ladder, openings=args.final_openings,
+                                   journal=journal)
         print(ladder_table(final_ladder), flush=True)
     print(f"baselines: random and greedy against random, {args.final_games} games per color ...", flush=True)
     baseline_rows = baselines(args.variant, games=args.final_games, seed=1_000_000)

@@ -9,9 +9,9 @@ Each entry is trained by the command in :data:`ENTRIES` (an experiment at its de
 ``runs/zoo/<entry>/``, or ``--run DIR`` for a finished run of that same command), its saved agent copied into
 ``agents/zoo/entries/<entry>/`` with checksums, and rated there on the final weights by :data:`RATINGS` (the
 game's exact judge, or matches against its judges, with 95% Wilson intervals); the card records the command,
-the training time and machine, and each measure with its date. A rating saves each match and ladder level as it
-ends (``runs/zoo/<entry>-rating.json``): run again (``--rate-only``; ``--resume`` if training stopped too), it goes
-on from there.
+the training time and machine, and each measure with its date. A rating saves each game and measure as it ends
+(``runs/zoo/<entry>-games.jsonl``, ``-rating.json``): run again (``--rate-only``; ``--resume`` if training stopped
+too), it goes on from there.
 """
 
 from __future__ import annotations
@@ -100,12 +100,14 @@ ENTRIES = {
 
 
 class Finished:
-    """The rating's measures, saved as each ends in ``runs/zoo/<entry>-rating.json``: a rating stopped part way (a
-    lost machine, a session's end) goes on from the measure it stopped in when run again, for the same installed
-    weights and settings; another install starts afresh."""
+    """The rating's measures, saved as each ends in ``runs/zoo/<entry>-rating.json``, and their games as each ends
+    in ``runs/zoo/<entry>-games.jsonl`` (a game journal): a rating stopped part way (a lost machine, a session's
+    end) goes on from the game it stopped in when run again, for the same installed weights and settings; another
+    install starts afresh."""
 
     def __init__(self, name: str, casual: dict):
         self.path = os.path.join("runs", "zoo", f"{name}-rating.json")
+        self.journal = os.path.join("runs", "zoo", f"{name}-games.jsonl")
         sums = read_checksums(zoo.entry_dir(name))
         self.of = {"files": {f: sums[f] for f in sorted(sums) if f != zoo.CARD}, "casual": casual}
         try:
@@ -115,6 +117,8 @@ class Finished:
             saved = {}
         same = isinstance(saved, dict) and saved.get("of") == self.of and isinstance(saved.get("done"), dict)
         self.done = saved["done"] if same else {}
+        if not same and os.path.exists(self.journal):  # games of other weights or settings
+            os.remove(self.journal)
         if self.done:
             print(f"resuming the rating: {len(self.done)} measures done ({self.path})", flush=True)
 
@@ -127,8 +131,9 @@ class Finished:
 
     def close(self) -> None:
         """The rating is in the card: the next one measures afresh."""
-        if os.path.exists(self.path):
-            os.remove(self.path)
+        for path in (self.path, self.journal):
+            if os.path.exists(path):
+                os.remove(path)
 
 
 def value_preserving(label: str, agent, positions, move_values, what: str) -> dict:
@@ -148,7 +153,7 @@ def match(done: Finished, label: str, agent, opponent, game: str, games: int, se
 
     def measure():
         t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name),
-                       workers=workers, opening_plies=opening_plies).tally()
+                       workers=workers, opening_plies=opening_plies, journal=done.journal).tally()
         return dict(player=label, measure=f"score against {opponent.name}, {how}", score=t.score,
                     low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
 
@@ -235,7 +240,7 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
 
         def level(n: int) -> dict:
             with Progress(2 * len(ladder.openings), f"{label} against {engine} at {n:,} nodes", unit="game") as bar:
-                result = play_ladder(agent, variant, [n], ladder, workers=2,
+                result = play_ladder(agent, variant, [n], ladder, workers=2, journal=done.journal,
                                      progress=lambda record, games, total: bar.update(games))
             (engine_name, elo), = result.levels.items()
             t = result.tally(engine_name)

@@ -181,6 +181,56 @@ def test_a_lost_arena_worker_is_replaced_and_its_game_played_again(tmp_path):
     assert os.path.exists(flag) and [g.pgn for g in repaired] == [g.pgn for g in straight]
 
 
+class NeverMoves(RandomAgent):
+    """Fails the test if asked for a move: every game should come from the journal."""
+
+    def act(self, observation, action_mask, position=None):
+        raise AssertionError("a game in the journal was played again")
+
+
+def test_a_stopped_match_goes_on_from_its_game_journal(tmp_path):
+    journal = str(tmp_path / "games.jsonl")
+    straight = play_match(MinimaxAgent(1), RandomAgent(4), "gardner", games=6, seed=5)
+    play_match(MinimaxAgent(1), RandomAgent(4), "gardner", games=6, seed=5, journal=journal)
+    lines = open(journal).read().splitlines(keepends=True)
+    assert len(lines) == 6
+    # Stopped while writing the fourth game: three whole lines and part of one.
+    open(journal, "w").write("".join(lines[:3]) + lines[3][:40])
+    resumed = play_match(MinimaxAgent(1), RandomAgent(4), "gardner", games=6, seed=5, journal=journal, workers=2)
+    assert [g.pgn for g in resumed.games] == [g.pgn for g in straight.games]
+    assert len(open(journal).read().splitlines()) == 6
+    again = play_match(NeverMoves(), RandomAgent(4), "gardner", games=6, seed=5, journal=journal,
+                       names=("minimax-d1", "random"))
+    assert [g.pgn for g in again.games] == [g.pgn for g in straight.games]
+    # Other game options are other games.
+    with pytest.raises(AssertionError, match="played again"):
+        play_match(NeverMoves(), RandomAgent(4), "gardner", games=6, seed=5, journal=journal, ply_limit=20,
+                   names=("minimax-d1", "random"))
+
+
+def test_a_board_game_match_in_lockstep_goes_on_from_its_journal(tmp_path):
+    journal = str(tmp_path / "games.jsonl")
+    names = ("a", "b")
+    first = play_match(RandomAgent(3), RandomAgent(4), "connect_four", games=4, seed=2, seats="first", names=names,
+                       journal=journal)
+    again = play_match(NeverMoves(), NeverMoves(), "connect_four", games=4, seed=2, seats="first", names=names,
+                       journal=journal)
+    assert [g.moves for g in again.games] == [g.moves for g in first.games]
+    assert [g.white for g in again.games] == ["a"] * 4
+
+
+def test_a_corrupt_game_journal_is_an_error_naming_its_line(tmp_path):
+    journal = tmp_path / "games.jsonl"
+    play_match(RandomAgent(1), RandomAgent(2), "gardner", games=2, seed=1, names=("a", "b"), journal=str(journal))
+    first, second = journal.read_text().splitlines()
+    journal.write_text(first + "\n" + '{"key": "k", "record": {"game": "gardner"}}\n' + second + "\n")
+    with pytest.raises(ValueError, match="line 2: not a game"):
+        play_match(RandomAgent(1), RandomAgent(2), "gardner", games=2, seed=1, names=("a", "b"), journal=str(journal))
+    journal.write_text("import os\n")
+    with pytest.raises(ValueError, match="line 1: not a game"):
+        play_match(RandomAgent(1), RandomAgent(2), "gardner", games=2, seed=1, names=("a", "b"), journal=str(journal))
+
+
 def test_colors_alternate_and_tallies_add_up():
     match = play_match(MinimaxAgent(1), RandomAgent(), "gardner", games=10, seed=3)
     assert [g.white for g in match.games] == ["minimax-d1", "random"] * 5

@@ -193,10 +193,15 @@ def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, t
     with pytest.raises(AssertionError, match="played again"):  # another measure is played
         script.match(again, "rated", agent, Refuses(1), "tictactoe", 6, "second")
     path = tmp_path / "runs" / "zoo" / f"{name}-rating.json"
+    journal = tmp_path / "runs" / "zoo" / f"{name}-games.jsonl"
     saved = json.loads(path.read_text())
-    saved["of"]["files"]["weights.pt"] = "0" * 64  # measures of other weights are not this entry's
+    # Stopped in a measure after its games: they are read back from the journal, not played again.
+    path.write_text(json.dumps({"of": saved["of"], "done": {}}))
+    assert script.match(script.Finished(name, casual), "rated", agent, Refuses(1), "tictactoe", 4, "second")["score"] \
+        == first["score"]
+    saved["of"]["files"]["weights.pt"] = "0" * 64  # measures and games of other weights are not this entry's
     path.write_text(json.dumps(saved))
-    assert script.Finished(name, casual).done == {}
+    assert journal.exists() and script.Finished(name, casual).done == {} and not journal.exists()
     path.write_text('{"of": ')  # cut short: measured afresh, the problem named
     assert script.Finished(name, casual).done == {}
     assert f"cannot read runs/zoo/{name}-rating.json" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import os
 import sys
 import zlib
@@ -274,6 +275,41 @@ class MatchResult:
                 "distinct_games": self.distinct}
 
 
+class GameJournal:
+    """A JSON-lines file of finished games, one :class:`GameRecord` a line under its game's key, appended as each
+    game ends: a tournament given one plays only the games it does not hold, so a stopped one goes on where it
+    stopped. A last line cut short (the process stopped while writing it) is dropped; any other bad line is an
+    error naming it. Read as JSON only."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.games: dict[str, GameRecord] = {}
+        if not os.path.exists(path):
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.endswith(b"\n"):
+            data = data[:data.rfind(b"\n") + 1]
+            with open(path, "r+b") as f:
+                f.truncate(len(data))
+        for n, line in enumerate(data.splitlines(), 1):
+            try:
+                entry = json.loads(line)
+                record = GameRecord(**{**entry["record"], "moves": tuple(entry["record"]["moves"])})
+                if record.result not in ("1-0", "1/2-1/2", "0-1") or not isinstance(entry["key"], str):
+                    raise ValueError(f"result {record.result!r}")
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}, line {n}: not a game of a game journal ({exc})") from None
+            self.games[entry["key"]] = record
+
+    def add(self, key: str, record: GameRecord) -> None:
+        """Append ``record`` under ``key``."""
+        self.games[key] = record
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": key, "record": dataclasses.asdict(record)}) + "\n")
+
+
 @dataclasses.dataclass(frozen=True)
 class _Task:
     pairing: int
@@ -289,7 +325,7 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
                    pairings: Sequence[tuple[int, int]] | None = None, openings: Sequence[str] | None = None,
                    seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
                    workers: int = 1, progress: Callable[[GameRecord, int, int], None] | None = None,
-                   **game_options) -> list[MatchResult]:
+                   journal: str | None = None, **game_options) -> list[MatchResult]:
     """Play ``games`` games of ``game`` for every pairing (default: round-robin); one :class:`MatchResult` each.
 
     :param agents: agents with distinct names (``names``, default: :func:`player_name` of each).
@@ -303,6 +339,8 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
     :param workers: processes to spread the games over (not with ``lockstep``); each gets its own copy of
         every agent (engines start their own process); a lost one is replaced and its game played again.
     :param progress: called as ``progress(record, done, total)`` after each game.
+    :param journal: a :class:`GameJournal` file: its games (the same game, players, seed, round, opening and
+        ``game_options``) are read back, not played again, and each game played is added as it ends.
     :param game_options: passed to :func:`play_game` (``ply_limit``, ``opening_plies``, ``illegal``,
         ``pgn``, ``start_fen``).
     """
@@ -328,26 +366,38 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             opening = openings[(k // 2) % len(openings)] if openings else None  # both colors per opening
             tasks.append(_Task(p, k, white, black, game_seed(s, k), f"{p + 1}.{k + 1}", opening))
     records: dict[tuple[int, int], GameRecord] = {}
+    journal = GameJournal(journal) if journal else None
+    options = json.dumps(game_options, sort_keys=True, default=repr)
+    keys = {t: json.dumps([game, names[t.white], names[t.black], t.seed, t.round, t.start_fen, options])
+            for t in tasks}
 
     def done(task: _Task, record: GameRecord) -> None:
         records[task.pairing, task.index] = record
+        if journal is not None and keys[task] not in journal.games:
+            journal.add(keys[task], record)
         if progress:
             progress(record, len(records), len(tasks))
 
+    todo = []
+    for task in tasks:
+        if journal is not None and keys[task] in journal.games:
+            done(task, journal.games[keys[task]])
+        else:
+            todo.append(task)
     if lockstep:
         for p, (i, j) in enumerate(pairings):
-            mine = [dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j))
-                    for t in tasks if t.pairing == p]
-            for task, record in _play_games((agents[i], agents[j]), (names[i], names[j]), game, mine, True,
+            mine = {dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j)): t
+                    for t in todo if t.pairing == p}
+            for task, record in _play_games((agents[i], agents[j]), (names[i], names[j]), game, list(mine), True,
                                             **game_options):
-                done(task, record)
-    elif workers <= 1 or len(tasks) <= 1:
-        for task, record in _play_games(agents, names, game, tasks, False, **game_options):
+                done(mine[task], record)
+    elif workers <= 1 or len(todo) <= 1:
+        for task, record in _play_games(agents, names, game, todo, False, **game_options):
             done(task, record)
     else:
         # Each worker gets its own copy of the agents (sent pickled): none shares an engine process with the parent.
-        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(tasks))) as pool:
-            pool.submit(None, tasks)
+        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(todo))) as pool:
+            pool.submit(None, todo)
             for _, (task, record) in pool.results():
                 done(task, record)
     return [MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
@@ -356,11 +406,11 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
 
 def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, *,
                seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
-               workers: int = 1, progress=None, **game_options) -> MatchResult:
+               workers: int = 1, progress=None, journal: str | None = None, **game_options) -> MatchResult:
     """``games`` games of ``game`` between two agents, ``agent_a`` moving first in the even-numbered ones
     (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); see :func:`run_tournament`."""
     return run_tournament([agent_a, agent_b], game, games, seed, seats=seats, lockstep=lockstep, names=names,
-                          workers=workers, progress=progress, **game_options)[0]
+                          workers=workers, progress=progress, journal=journal, **game_options)[0]
 
 
 def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task], lockstep: bool, *,

@@ -149,10 +149,10 @@ def engine_ladder(variant: str) -> Ladder | None:
 
 
 def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Ladder | None = None,
-                openings: int | None = None, workers: int | None = None,
-                progress: Callable | None = None) -> LadderResult:
+                openings: int | None = None, workers: int | None = None, progress: Callable | None = None,
+                journal: str | None = None) -> LadderResult:
     """Play ``agent`` against every level from the first ``openings`` published openings (default: all),
-    both colors each."""
+    both colors each; ``journal``: a game journal to go on from (:func:`~agents.arena.run_tournament`)."""
     ladder = ladder or Ladder.load(variant)
     chosen = ladder.openings[:openings] if openings else ladder.openings
     engines = engine_levels(variant, levels)
@@ -164,7 +164,8 @@ def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Lad
     try:
         matches = run_tournament([agent, *engines], variant, 2 * len(chosen), seed=0,
                                  openings=[o.fen for o in chosen], pairings=[(0, i + 1) for i in range(len(engines))],
-                                 workers=workers or os.cpu_count() or 1, progress=progress, illegal="forfeit")
+                                 workers=workers or os.cpu_count() or 1, progress=progress, illegal="forfeit",
+                                 journal=journal)
     finally:
         close_agents(engines)
     fixed = {e.name: ladder.levels[e.name] for e in engines}

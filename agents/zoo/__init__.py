@@ -188,7 +188,7 @@ def markdown() -> str:
              "Play one: `minichess play GAME --opponent zoo:NAME` (`zoo:NAME:casual`: the faster setting); load "
              "one: `agents.load(\"zoo:NAME\")`; list them: `minichess zoo list`. Retrain and re-rate one: "
              "`python experiments/zoo.py --entry NAME` (resumable with `--resume`; a rating stopped part way goes on "
-             "from its last finished match or ladder level with `--rate-only`).", ""]
+             "from its last finished game with `--rate-only`).", ""]
     for name in names():
         c = card(name)
         t = c.training
