@@ -101,6 +101,8 @@ def test_a_tiny_gardner_run_plays_the_ladder_as_it_goes_and_at_the_end(tmp_path)
     assert not rows[0]["ladder_elo"]  # a short ladder every 2 iterations
     assert (out / "elo_vs_time.png").exists() and (out / "pretrain" / "agent").is_dir()
     assert agents.load(str(out / "pretrain" / "agent")).net.config == agent.net.config
+    # the final matches' games, kept for --resume: 2 against each minimax, 2 openings x 2 colours on the ladder
+    assert len((out / "final-games-2-4.jsonl").read_text().splitlines()) == 2 * 2 + 2 * 2
 
 
 @pytest.mark.needs_engine("fairy-stockfish")
