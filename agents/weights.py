@@ -20,14 +20,16 @@ WEIGHTS = "weights.pt"
 
 class NetworkAgent(Agent):
     """An agent playing ``game`` (:func:`~agents.games.new_game`) by a network ``net`` whose ``config`` says the planes
-    and actions it reads; ``history`` and ``last_move`` say how the game is observed, where the game has them."""
+    and actions it reads; ``history``, ``last_move`` and ``threats`` say how the game is observed, where the game
+    has them."""
 
-    def __init__(self, net: torch.nn.Module, game: str, history: int = 1, last_move: bool = False):
+    def __init__(self, net: torch.nn.Module, game: str, history: int = 1, last_move: bool = False,
+                 threats: bool = False):
         self.net = net.eval()
-        options = {"history": history, "last_move": last_move}
+        options = {"history": history, "last_move": last_move, "threats": threats}
         if board_game(game):  # a board game without an option shows the plain board
             options = {k: v if k in board_game(game).options else PLAIN[k] for k, v in options.items()}
-        self.game, self.history, self.last_move = game, options["history"], options["last_move"]
+        self.game, self.history, self.last_move, self.threats = game, *options.values()
         self.probe = new_game(game, **options)  # the start: shapes, observations
         self.encoding = getattr(self.probe, "encoding", None)  # chess variants: the observation encoding
         self.variant = self.probe.position.variant if isinstance(self.probe, ChessGame) else None

@@ -77,15 +77,62 @@ def test_observation_planes_are_the_seed_input_study():
         new_game("gomoku", last_move=True)
 
 
+def with_threats(game):
+    game.threats = True
+    return game
+
+
+def brute_force_threats(game) -> np.ndarray:
+    """The threat planes by trying every empty cell: a stone there wins (the rules say), and the windows of five
+    cells in a row on the board (walked here, not the game's tables) it fills to four with none of the other's."""
+    n, out = game.height, np.zeros((game.height, game.width, 4), np.float32)
+    windows = [[(r + i * dr) * n + c + i * dc for i in range(game.length)]
+               for r in range(n) for c in range(n) for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))
+               if all(0 <= r + i * dr < n and 0 <= c + i * dc < n for i in range(game.length))]
+    for k, player in enumerate((game.to_play(), 1 - game.to_play())):
+        for cell in game.legal_actions():
+            board = list(game.board)
+            board[cell] = player + 1
+            stones = [[board[c] for c in w] for w in windows if cell in w]
+            out[cell // n, cell % n, 2 * k] = any(all(v == player + 1 for v in w) for w in stones)
+            out[cell // n, cell % n, 2 * k + 1] = sum(
+                w.count(player + 1) == game.length - 1 and w.count(2 - player) == 0 for w in stones) / 4
+    return out
+
+
+def test_the_threat_planes_are_where_a_stone_makes_five_or_fours():
+    # first to move: its open four 30-33 (row 3) makes five at 29 or 34; second's three 60-62 on row 6's edge makes
+    # a four at 58 or 59 (the one window 58-62), its diagonal 0, 10, 20 none (30 is first's)
+    stones = [30, 31, 32, 33, 70, 80], [0, 10, 20, 60, 61, 62]
+    game = with_threats(placed(G9, *stones, history=2))
+    o = game.observation()
+    assert o.shape == game.observation_shape == (9, 9, 8)
+    np.testing.assert_array_equal(o[..., :4], placed(G9, *stones, history=2).observation())  # then the threats
+    assert np.flatnonzero(o[..., 4]).tolist() == [29, 34] and not o[..., 6].any()  # fives: the mover's, the other's
+    assert np.flatnonzero(o[..., 7]).tolist() == [58, 59] and o[6, 4, 7] == o[6, 5, 7] == 0.25
+    np.testing.assert_array_equal(o[..., 4:], brute_force_threats(game))
+    rng = np.random.default_rng(5)
+    for stones in (6, 15, 30):
+        moves = rng.choice(81, size=stones, replace=False).tolist()
+        game = with_threats(placed(G9, moves[0::2], moves[1::2], history=1))
+        if not game.is_over():
+            np.testing.assert_array_equal(game.observation()[..., 3:], brute_force_threats(game))
+            back = G9.from_observation(game.observation())
+            assert back.board == game.board and (back.history, back.threats) == (1, True)
+    assert new_game("gomoku", threats=True).observation_shape == (9, 9, 7)
+    with pytest.raises(ValueError, match="takes history, last_move, ply_limit, fen"):
+        new_game("gardner", threats=True)
+
+
 def test_symmetric_images_are_the_positions_played_symmetrically():
     rng = np.random.default_rng(3)
     moves = rng.choice(81, size=9, replace=False).tolist()
-    game = placed(G9, moves[0::2], moves[1::2], history=3)
+    game = with_threats(placed(G9, moves[0::2], moves[1::2], history=3))
     for turns, flip, perm in G9.symmetries():
         inverse = np.argsort(perm)  # perm[new cell] = old cell, as a policy p becomes p[perm]
         image = placed(G9, [int(inverse[m]) for m in moves[0::2]], [int(inverse[m]) for m in moves[1::2]], 3)
         o = game.observation()
-        np.testing.assert_array_equal(np.rot90(np.fliplr(o) if flip else o, turns), image.observation())
+        np.testing.assert_array_equal(np.rot90(np.fliplr(o) if flip else o, turns), with_threats(image).observation())
     assert len(G9.symmetries()) == 8
 
 
@@ -257,3 +304,19 @@ def test_a_game_of_any_size_pickles_into_a_fresh_process():
     code = "import pickle, sys; g = pickle.loads(sys.stdin.buffer.read()); print(g.key(), g.history, type(g).length)"
     done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(game), capture_output=True)
     assert done.stdout.decode().split() == [str(game.key()), "3", "4"], done.stderr.decode()[-500:]
+
+
+def test_an_agent_seeing_the_threat_planes_saves_loads_and_plays_a_plain_game(tmp_path):
+    pytest.importorskip("torch", reason="the agent needs the agents extra (pip install -e '.[agents]')")
+    import agents
+    from agents.alphazero.agent import AlphaZeroAgent
+    from agents.alphazero.network import NetConfig, PolicyValueNet
+
+    net = PolicyValueNet(NetConfig(9, 9, 2 + 2 + 4, 81, blocks=1, channels=8, policy_channels=2))
+    AlphaZeroAgent(net, "gomoku", history=2, simulations=4, threats=True).save(str(tmp_path / "agent"))
+    agent = agents.load(str(tmp_path / "agent"))
+    assert (agent.history, agent.threats, agent.shape) == (2, True, (9, 9, 8))
+    game = new_game("gomoku")  # seen with the agent's planes: history 2 and the threats
+    assert agent.act(game.observation(), game.legal_mask(), game) in game.legal_actions()
+    with pytest.raises(ValueError, match="does not fit gomoku"):
+        AlphaZeroAgent(net, "gomoku", history=2)

@@ -15,11 +15,13 @@ from agents.weights import NetworkAgent, load_network, save_network
 class AlphaZeroAgent(NetworkAgent):
     """Plays the move a search with ``simulations`` simulations chooses, or with 0 the network's most probable.
     ``game``: a chess variant (``history`` and ``last_move`` say what the network sees; ``act`` needs its
-    position) or a board game (rebuilt from PettingZoo's observation, or passed as a :class:`~agents.games.Game`)."""
+    position) or a board game (rebuilt from PettingZoo's observation, or passed as a :class:`~agents.games.Game`;
+    Gomoku seen with its ``history`` and ``threats``)."""
 
     def __init__(self, net: PolicyValueNet, game: str, history: int = 1, last_move: bool = False,
-                 simulations: int = 64, search: SearchConfig | None = None, name: str = "alphazero"):
-        super().__init__(net, game, history, last_move)
+                 simulations: int = 64, search: SearchConfig | None = None, name: str = "alphazero",
+                 threats: bool = False):
+        super().__init__(net, game, history, last_move, threats)
         check_number("simulations", simulations, 0, kind=int)
         self.search = dataclasses.replace(search or SearchConfig(), simulations=simulations)
         self.evaluator = NetworkEvaluator(self.net)
@@ -41,7 +43,8 @@ class AlphaZeroAgent(NetworkAgent):
         if move_choice is not None:
             search_config = dataclasses.replace(search_config, move_choice=move_choice)
         network = config["network"]
-        return cls(net, config["game"], network["history"], network["last_move"], simulations, search_config, name)
+        return cls(net, config["game"], network["history"], network["last_move"], simulations, search_config, name,
+                   network.get("threats", False))
 
     def act(self, observation, action_mask, position=None) -> int:
         return int(self.act_batch([observation], [action_mask], None if position is None else [position])[0])
@@ -89,7 +92,7 @@ class AlphaZeroAgent(NetworkAgent):
     def save(self, path: str) -> None:
         save_network(path, self.net)
         write_manifest(path, self, game=self.game, history=self.history, last_move=self.last_move,
-                       search=dataclasses.asdict(self.search))
+                       **({"threats": True} if self.threats else {}), search=dataclasses.asdict(self.search))
 
     def to(self, device: str = "auto") -> AlphaZeroAgent:
         """The agent, its network moved to ``device`` (:func:`agents.devices.resolve_device`)."""
@@ -104,7 +107,7 @@ class AlphaZeroAgent(NetworkAgent):
         settings = cls.saved_settings(manifest)
         # "simulations" beside "search": saved before the search settings held them
         settings = check_settings(path, settings, {"game": str, "search": dict},
-                                  {"history": int, "last_move": bool, "simulations": int},
+                                  {"history": int, "last_move": bool, "threats": bool, "simulations": int},
                                   bounds={"simulations": (0, 10**6), "history": (1, 64)})
         search_settings = check_settings(path, settings["search"], {}, SearchConfig.saved_types())
         net = load_network(path, PolicyValueNet, NetConfig, "AlphaZero")
@@ -112,7 +115,7 @@ class AlphaZeroAgent(NetworkAgent):
             search = SearchConfig.from_dict(search_settings)
             sims = settings.get("simulations", search.simulations) if simulations is None else simulations
             agent = cls(net, settings["game"], settings.get("history", 1), settings.get("last_move", False), sims,
-                        search, manifest.get("name", "alphazero"))
+                        search, manifest.get("name", "alphazero"), settings.get("threats", False))
         except ValueError as exc:
             raise ValueError(f"bad agent manifest {manifest_file(path)}: {exc}") from None
         return agent if device == "cpu" else agent.to(device)

@@ -27,13 +27,14 @@ KIND = "alphazero"  # the checkpoints' kind
 
 @dataclasses.dataclass
 class NetworkConfig:
-    """The residual network (:class:`~agents.alphazero.network.NetConfig`) and what chess variants show it."""
+    """The residual network (:class:`~agents.alphazero.network.NetConfig`) and what the game shows it."""
 
     blocks: int = 4
     channels: int = 64
     policy_channels: int = 32  # planes before the policy's linear layer
-    history: int = 1  # chess variants: positions shown, the current one first
+    history: int = 1  # chess variants: positions shown, the current one first; Gomoku: its history planes
     last_move: bool = False  # chess variants: planes of the last move
+    threats: bool = False  # Gomoku: where a stone makes five or fours (Gomoku.threat_planes)
 
 
 @dataclasses.dataclass
@@ -145,7 +146,8 @@ def with_changes(config: Config, **changes) -> Config:
 
 def start_game(config: Config, fen: str | None = None) -> Game:
     """The game's start (a chess variant's with the run's observation and ply limit, from ``fen`` if given)."""
-    return new_game(config.game, history=config.network.history, last_move=config.network.last_move,
+    n = config.network
+    return new_game(config.game, history=n.history, last_move=n.last_move, threats=n.threats,
                     ply_limit=config.selfplay.ply_limit, fen=fen)
 
 
@@ -173,10 +175,10 @@ def make_net(config: Config) -> PolicyValueNet:
 def initial_weights(config: Config, net: PolicyValueNet) -> dict:
     """The weights of the saved agent ``config.init_from``; ``ValueError`` if its game, input or network differ."""
     agent = AlphaZeroAgent.load(config.init_from)
-    ours = (config.game, config.network.history, config.network.last_move, net.config)
-    theirs = (agent.game, agent.history, agent.last_move, agent.net.config)
+    ours = (config.game, config.network.history, config.network.last_move, config.network.threats, net.config)
+    theirs = (agent.game, agent.history, agent.last_move, agent.threats, agent.net.config)
     if ours != theirs:
-        raise ValueError(f"init_from {config.init_from!r} is a network for (game, history, last_move, shape) "
+        raise ValueError(f"init_from {config.init_from!r} is a network for (game, history, last_move, threats, shape) "
                          f"{theirs}; this run needs {ours}")
     return agent.net.state_dict()
 

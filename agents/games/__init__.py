@@ -16,7 +16,9 @@ BOARD_GAMES: dict[str, type[Game]] = {cls.name: cls for cls in (
     TicTacToe, ConnectFour, Checkers, Gomoku.sized(9), Gomoku.sized(15), Gomoku.sized(4, 4))}
 
 #: What a game shows without options: a board game takes these values of options it has not got.
-PLAIN = {"history": 1, "last_move": False, "ply_limit": None, "fen": None}
+PLAIN = {"history": 1, "last_move": False, "threats": False, "ply_limit": None, "fen": None}
+#: The options of a chess variant's game (:meth:`ChessGame.start`).
+CHESS_OPTIONS = ("history", "last_move", "ply_limit", "fen")
 
 
 def board_game(name: str) -> type[Game] | None:
@@ -28,17 +30,16 @@ def board_game(name: str) -> type[Game] | None:
 def new_game(name: str, **options) -> Game:
     """The start of game ``name``: a chess variant (``options``: ``history``, ``last_move``, ``ply_limit``, ``fen``
     of :meth:`ChessGame.start`) or a board game (the options its class names in ``options``)."""
-    if name in VARIANTS:
-        return ChessGame.start(name, **options)
-    cls = board_game(name)
+    cls = ChessGame if name in VARIANTS else board_game(name)
     if cls is None:
         raise ValueError(f"unknown game {name!r}; known: {', '.join([*BOARD_GAMES, *sorted(VARIANTS)])}, "
                          "gomoku<size>[k<length>]")
-    taken = cls.options
+    taken = CHESS_OPTIONS if cls is ChessGame else cls.options
     other = {k: v for k, v in options.items() if k not in taken and (k not in PLAIN or PLAIN[k] != v)}
     if other:
         raise ValueError(f"{name} takes {', '.join(taken) or 'no options'}, got {other}")
-    return cls(**{k: v for k, v in options.items() if k in taken})
+    options = {k: v for k, v in options.items() if k in taken}
+    return ChessGame.start(name, **options) if cls is ChessGame else cls(**options)
 
 
 __all__ = ["BOARD_GAMES", "SEAT_NAMES", "Checkers", "ChessGame", "ConnectFour", "Game", "Gomoku", "GridGame",

@@ -18,6 +18,9 @@ SIZES = range(3, 20)
 #: Random plies opening each game of a match: the search and alpha-beta are nearly deterministic, and from the
 #: empty board 50 games against alpha-beta depth 2 were 4 different games (docs/results/boardgames.md).
 MATCH_OPENING_PLIES = 2
+#: The threat planes' number: for the mover, then the opponent, where a stone makes five and where it makes fours.
+THREAT_PLANES = 4
+_WINDOWS: dict[type, np.ndarray] = {}
 _SIZED: dict[tuple[int, int], type] = {}
 
 
@@ -34,12 +37,12 @@ class Gomoku(GridGame):
     = cell ``size * row + column``, as OpenSpiel's. Observed with ``history`` (1 to 3) as in the seed report's
     input study: 1, its three planes (the mover's stones, the opponent's, and 1 everywhere if the mover moved
     first); 2, also the last move; 3, also the move before it (the mover's own last move), each a one-hot plane:
-    the same information as that many positions."""
+    the same information as that many positions. With ``threats``, also :meth:`threats`' planes."""
 
     title = "Gomoku"
-    options = ("history",)
+    options = ("history", "threats")
     recent_keys: list[list[int]]  # Zobrist keys of the last move's cell and the one before's
-    __slots__ = ("history", "recent")
+    __slots__ = ("history", "threats", "recent")
 
     def __init_subclass__(cls, length: int | None = None, zobrist_seed: int = 0, **kwargs):
         super().__init_subclass__(length=length, zobrist_seed=zobrist_seed, **kwargs)
@@ -69,19 +72,21 @@ class Gomoku(GridGame):
             return None
         return Gomoku.sized(int(found[1] or 9), int(found[2] or 5))
 
-    def __init__(self, history: int = 1):
+    def __init__(self, history: int = 1, threats: bool = False):
         if history not in (1, 2, 3):
             raise ValueError(f"Gomoku's history is 1, 2 or 3 (positions shown), got {history!r}")
+        if not isinstance(threats, bool):
+            raise ValueError(f"Gomoku's threats is True or False, got {threats!r}")
         super().__init__()
-        self.history, self.recent = history, (-1, -1)  # the last move's cell, the one before's (-1: none)
+        self.history, self.threats, self.recent = history, threats, (-1, -1)  # recent: the last move, the one before
 
     @property
     def observation_shape(self) -> tuple[int, int, int]:
-        return self.height, self.width, 2 + self.history
+        return self.height, self.width, 2 + self.history + THREAT_PLANES * self.threats
 
     def copy(self) -> Gomoku:
         other = super().copy()
-        other.history, other.recent = self.history, self.recent
+        other.history, other.threats, other.recent = self.history, self.threats, self.recent
         return other
 
     def step(self, action: int) -> None:
@@ -95,7 +100,25 @@ class Gomoku(GridGame):
         for plane, cell in enumerate(self.recent[:self.history - 1]):
             if cell >= 0:
                 out[cell // self.width, cell % self.width, 3 + plane] = 1
+        if self.threats:
+            out[..., 2 + self.history:] = self.threat_planes()
         return out
+
+    def threat_planes(self) -> np.ndarray:
+        """float32 ``(size, size, 4)``, for the mover then the opponent: 1 on the empty cells where a stone of theirs
+        makes ``length`` in a row; on each empty cell, a quarter of the windows of ``length`` cells through it that a
+        stone there fills to ``length - 1`` with none of the other player's (a four; two or more: a double threat)."""
+        W = _window_matrix(type(self))
+        board = np.asarray(self.board)
+        mover = self.to_play() + 1
+        mine, theirs, empty = board == mover, (board != 0) & (board != mover), board == 0
+        m, t = W @ mine.astype(np.float32), W @ theirs.astype(np.float32)
+        planes = []
+        for own, other in ((m, t), (t, m)):
+            open_ = other == 0
+            planes.append(((open_ & (own == self.length - 1)).astype(np.float32) @ W > 0) & empty)
+            planes.append(((open_ & (own == self.length - 2)).astype(np.float32) @ W) * empty / 4)
+        return np.stack(planes, -1).astype(np.float32).reshape(self.height, self.width, THREAT_PLANES)
 
     def key(self) -> int:
         key = self.hash
@@ -106,22 +129,23 @@ class Gomoku(GridGame):
 
     @classmethod
     def from_observation(cls, observation: np.ndarray) -> Gomoku:
-        """The position the planes show (its ``history`` read from their number)."""
+        """The position the planes show (its ``history`` and ``threats`` read from their number: 3-5 or 7-9)."""
         planes = np.asarray(observation)
         planes = planes.reshape(cls.height, cls.width, planes.size // cls.height ** 2)
-        history = planes.shape[-1] - 2
+        threats = planes.shape[-1] > 2 + 3
+        history = planes.shape[-1] - 2 - THREAT_PLANES * threats
         mover, other = planes[..., 0] > 0, planes[..., 1] > 0
         first, second = (mover, other) if planes[0, 0, 2] else (other, mover)
-        game = cls.from_stones(first, second, history)
+        game = cls.from_stones(first, second, history, threats)
         cells = [int(np.argmax(planes[..., 3 + k])) if planes[..., 3 + k].any() else -1 for k in range(history - 1)]
         game.recent = tuple(cells + [-1] * (2 - len(cells)))
         return game
 
     @classmethod
-    def from_stones(cls, first, second, history: int = 1) -> Gomoku:
+    def from_stones(cls, first, second, history: int = 1, threats: bool = False) -> Gomoku:
         """The position with the first player's stones where ``first`` is true and the second's where ``second``
         is (``(size, size)`` arrays); ``ValueError`` unless the counts say whose move it is."""
-        game = cls(history)
+        game = cls(history, threats)
         game.board = (np.asarray(first, bool) + 2 * np.asarray(second, bool)).astype(int).ravel().tolist()
         counts = game.board.count(1), game.board.count(2)
         if 3 in game.board or counts[0] - counts[1] not in (0, 1):
@@ -262,6 +286,17 @@ class GomokuAlphaBeta(Judge):
 
     def scores(self, game: GridGame) -> dict[int, int]:
         return alpha_beta_values(game, self.depth)
+
+
+def _window_matrix(cls: type[Gomoku]) -> np.ndarray:
+    """float32 ``(windows, cells)``: 1 where a window of ``length`` cells in a row holds a cell."""
+    if cls not in _WINDOWS:
+        windows = sorted({line for lines in cls.lines for line in lines})
+        matrix = np.zeros((len(windows), cls.height * cls.width), np.float32)
+        for k, window in enumerate(windows):
+            matrix[k, list(window)] = 1
+        _WINDOWS[cls] = matrix
+    return _WINDOWS[cls]
 
 
 WIN = 10**9
