@@ -289,13 +289,11 @@ class GomokuAlphaBeta(Judge):
 
 
 def _window_matrix(cls: type[Gomoku]) -> np.ndarray:
-    """float32 ``(windows, cells)``: 1 where a window of ``length`` cells in a row holds a cell."""
+    """float32 ``(windows, cells)``: the windows of :func:`_line_masks` as rows of 0 and 1 (a matrix product counts
+    each window's stones at once)."""
     if cls not in _WINDOWS:
-        windows = sorted({line for lines in cls.lines for line in lines})
-        matrix = np.zeros((len(windows), cls.height * cls.width), np.float32)
-        for k, window in enumerate(windows):
-            matrix[k, list(window)] = 1
-        _WINDOWS[cls] = matrix
+        cells = range(cls.height * cls.width)
+        _WINDOWS[cls] = np.array([[mask >> c & 1 for c in cells] for mask in _line_masks(cls)], np.float32)
     return _WINDOWS[cls]
 
 
