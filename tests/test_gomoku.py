@@ -222,6 +222,71 @@ def test_alpha_beta_wins_at_once_blocks_and_sees_two_plies():
         GomokuAlphaBeta(depth=0)
 
 
+def minimax(game, depth: int) -> dict[int, int]:
+    """The documented alpha-beta without pruning, from the rules and the board's rows walked here: every candidate's
+    depth-``depth`` value, the evaluation (``4 ** stones`` for each window of five cells holding one player's stones
+    only, the mover's plus, the other's minus) at the leaves."""
+    n, k = game.height, game.length
+    windows = [[(r + i * dr) * n + c + i * dc for i in range(k)]
+               for r in range(n) for c in range(n) for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))
+               if all(0 <= r + i * dr < n and 0 <= c + i * dc < n for i in range(k))]
+
+    def evaluation(g) -> int:
+        me, score = g.to_play() + 1, 0
+        for w in windows:
+            stones = [g.board[c] for c in w if g.board[c]]
+            if stones and len(set(stones)) == 1:
+                score += 4 ** len(stones) * (1 if stones[0] == me else -1)
+        return score
+
+    def near(g) -> list[int]:
+        cells = [a for a in g.legal_actions() if any(g.board[r * n + c] for r in range(n) for c in range(n)
+                                                      if max(abs(r - a // n), abs(c - a % n)) <= 2)]
+        return cells or g.legal_actions()
+
+    def value(g, d: int) -> int:
+        if not g.legal_actions():
+            return 0
+        if d == 0:
+            return evaluation(g)
+        best = None
+        for a in near(g):
+            child = g.copy()
+            child.step(a)
+            if child.winner() is not None:
+                return 10**9 + d
+            best = max(-value(child, d - 1), best if best is not None else -(10**10))
+        return best
+
+    def after(a):
+        child = game.copy()
+        child.step(a)
+        return child
+
+    wins = [a for a in game.legal_actions() if after(a).winner() is not None]
+    if wins:
+        return dict.fromkeys(wins, 10**9 + depth)
+    blocks = [a for a in game.legal_actions() if any(all(game.board[c] == 2 - game.to_play() or c == a for c in w)
+                                                      for w in windows if a in w)]
+    return {a: -value(after(a), depth - 1) for a in blocks or near(game)}
+
+
+def test_alpha_beta_finds_the_best_moves_of_plain_minimax():
+    # values below the best are bounds (pruned); the best value and the moves that reach it are exact
+    rng = np.random.default_rng(7)
+    for name, plies in (("gomoku", 6), ("gomoku", 11), ("gomoku", 16), ("gomoku7k4", 8)):
+        game = new_game(name)
+        while game.plies < plies:
+            game = new_game(name) if game.is_over() else game
+            game.step(int(rng.choice(game.legal_actions())))
+        for depth in (1, 2):
+            ours, truth = alpha_beta_values(game, depth), minimax(game, depth)
+            assert set(ours) == set(truth)
+            best = max(truth.values())
+            assert max(ours.values()) == best
+            assert {a for a, v in ours.items() if v == best} == {a for a, v in truth.items() if v == best}
+
+
 def test_alpha_beta_beats_the_random_player_in_the_arena():
     for seed in range(4):
         judge = GomokuAlphaBeta(depth=1, seed=seed)
