@@ -85,9 +85,8 @@ ENTRIES = {
                               rated={"simulations": 800}, casual={"simulations": 32},
                               notes="Self-play with alpha-beta depth 2 as sparring partner in half the games, the "
                                     "network seeing the threat planes; rated at 800 simulations (the run saves "
-                                    "200, its matches' setting): moving first against depth 2 it won 38 of the "
-                                    "rating's 50 opened games, the entry before the threat planes 20 of the same "
-                                    "(docs/results/boardgames.md)."),
+                                    "200, its matches' setting): moving first against depth 2 it won 39 of the "
+                                    "rating's 50 opened games (docs/results/boardgames.md)."),
     "chess-supervised": Entry("chess", "Supervised (Stockfish's games, then DAgger)",
                               ("experiments/supervised_chess.py",), agent="pretrain/agent",
                               rated={"simulations": 16}, casual={"simulations": 0},

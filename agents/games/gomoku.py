@@ -334,7 +334,7 @@ _GAIN = [4] + [3 * 4**m for m in range(1, 20)]
 def _gain(lines: list[int], mine: int, theirs: int) -> int | None:
     """How much a stone of the mover's on the cell that the windows ``lines`` pass through raises :func:`evaluate`
     for the mover, or ``None`` if it makes ``length`` in a row. Only those windows change, so the search keeps the
-    score move by move instead of evaluating every window at each leaf: the same values, eight times faster."""
+    score move by move instead of evaluating every window at each leaf."""
     gain, full = 0, lines[0].bit_count() - 1
     for line in lines:
         t = (theirs & line).bit_count()
@@ -351,7 +351,7 @@ def _gain(lines: list[int], mine: int, theirs: int) -> int | None:
 def _negamax(tables, mine: int, theirs: int, empty: int, near: int, depth: int, alpha: int, beta: int,
              score: int) -> int:
     """``score``: :func:`evaluate` of the position for the mover, kept up to date move by move."""
-    windows, through, around = tables
+    _, through, around = tables
     if not empty:
         return 0
     if depth == 0:
