@@ -82,13 +82,18 @@ def with_threats(game):
     return game
 
 
+def rows_of(game) -> list[list[int]]:
+    """The board's windows of ``length`` cells in a row, walked here (not the game's tables)."""
+    n, k = game.height, game.length
+    return [[(r + i * dr) * n + c + i * dc for i in range(k)]
+            for r in range(n) for c in range(n) for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))
+            if all(0 <= r + i * dr < n and 0 <= c + i * dc < n for i in range(k))]
+
+
 def brute_force_threats(game) -> np.ndarray:
     """The threat planes by trying every empty cell: a stone there wins (the rules say), and the windows of five
     cells in a row on the board (walked here, not the game's tables) it fills to four with none of the other's."""
-    n, out = game.height, np.zeros((game.height, game.width, 4), np.float32)
-    windows = [[(r + i * dr) * n + c + i * dc for i in range(game.length)]
-               for r in range(n) for c in range(n) for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))
-               if all(0 <= r + i * dr < n and 0 <= c + i * dc < n for i in range(game.length))]
+    n, out, windows = game.height, np.zeros((game.height, game.width, 4), np.float32), rows_of(game)
     for k, player in enumerate((game.to_play(), 1 - game.to_play())):
         for cell in game.legal_actions():
             board = list(game.board)
@@ -226,10 +231,7 @@ def minimax(game, depth: int) -> dict[int, int]:
     """The documented alpha-beta without pruning, from the rules and the board's rows walked here: every candidate's
     depth-``depth`` value, the evaluation (``4 ** stones`` for each window of five cells holding one player's stones
     only, the mover's plus, the other's minus) at the leaves."""
-    n, k = game.height, game.length
-    windows = [[(r + i * dr) * n + c + i * dc for i in range(k)]
-               for r in range(n) for c in range(n) for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))
-               if all(0 <= r + i * dr < n and 0 <= c + i * dc < n for i in range(k))]
+    n, windows = game.height, rows_of(game)
 
     def evaluation(g) -> int:
         me, score = g.to_play() + 1, 0
@@ -249,13 +251,13 @@ def minimax(game, depth: int) -> dict[int, int]:
             return 0
         if d == 0:
             return evaluation(g)
-        best = None
+        best = -(10**10)
         for a in near(g):
             child = g.copy()
             child.step(a)
             if child.winner() is not None:
                 return 10**9 + d
-            best = max(-value(child, d - 1), best if best is not None else -(10**10))
+            best = max(best, -value(child, d - 1))
         return best
 
     def after(a):

@@ -380,10 +380,11 @@ def alpha_beta_values(game: GridGame, depth: int) -> dict[int, int]:
     mine, theirs = _bitboards(game)
     empty = ((1 << len(game.board)) - 1) & ~(mine | theirs)
     legal = game.legal_actions()
-    wins = [a for a in legal if any((mine | 1 << a) & line == line for line in through[a])]
+    gains = {a: _gain(through[a], mine, theirs) for a in legal}
+    wins = [a for a, gain in gains.items() if gain is None]
     if wins:
         return dict.fromkeys(wins, WIN + depth)
-    blocks = [a for a in legal if any((theirs | 1 << a) & line == line for line in through[a])]
+    blocks = [a for a in legal if _gain(through[a], theirs, mine) is None]
     near = 0
     for cell in range(len(game.board)):
         if (mine | theirs) >> cell & 1:
@@ -392,7 +393,7 @@ def alpha_beta_values(game: GridGame, depth: int) -> dict[int, int]:
     for a in blocks or [a for a in legal if near >> a & 1] or legal:
         bit = 1 << a
         out[a] = -_negamax(tables, theirs, mine | bit, empty ^ bit, near | around[a], depth - 1, -2 * WIN, 1 - best,
-                           -score - _gain(through[a], mine, theirs))
+                           -score - gains[a])
         best = max(best, out[a])
     return out
 
