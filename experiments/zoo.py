@@ -75,10 +75,11 @@ ENTRIES = {
     "checkers-alphazero": Entry("checkers", "AlphaZero", ("experiments/alphazero_checkers.py",),
                                 casual={"simulations": 16}),
     "gardner-alphazero": Entry("gardner", "AlphaZero", ("experiments/alphazero_gardner.py", "--preset", "2h"),
-                               casual={"simulations": 32},
+                               rated={"simulations": 4096}, casual={"simulations": 32},
                                notes="Pretrained on Fairy-Stockfish games, then two hours of self-play with a "
                                      "6-block, 64-channel network; plays the move with the best lower confidence "
-                                     "bound after 1,024 simulations (docs/results/alphazero-gardner.md)."),
+                                     "bound after 4,096 simulations (the run saves 1,024; "
+                                     "docs/results/alphazero-gardner.md)."),
     "losalamos-alphazero": Entry("losalamos", "AlphaZero", ("experiments/alphazero_gardner.py", "--preset",
                                                          "losalamos"), casual={"simulations": 32}),
     "gomoku-alphazero": Entry("gomoku", "AlphaZero", ("experiments/alphazero_gomoku.py",),
@@ -226,36 +227,49 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
     """Against random with each colour, and on the variant's engine node ladder (agents/arena/ladders/<variant>.json:
     Fairy-Stockfish, Stockfish on 8x8; its 100 balanced openings with both colours, 200 games a level) with the
     Elo fitted against its levels (from each level's games, saved as the level ends)."""
-    from agents.arena.ladder import Ladder, ladder_elo, play_ladder
-    from agents.players.uci import default_engine
+    from agents.arena.ladder import Ladder, ladder_elo
 
     variant = ENTRIES[name].game
     ladder = Ladder.load(variant)
-    engine = {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(variant)]
     nodes = sorted(int(n) for n in ladder.settings["levels"].split(","))  # as the ladder was calibrated
     out = []
     for label, _, agent in settings(name, casual):
-        out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=2)
+        out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=os.cpu_count() or 1)
                 for seats in ("first", "second")]
-
-        def level(n: int) -> dict:
-            with Progress(2 * len(ladder.openings), f"{label} against {engine} at {n:,} nodes", unit="game") as bar:
-                result = play_ladder(agent, variant, [n], ladder, workers=2, journal=done.journal,
-                                     progress=lambda record, games, total: bar.update(games))
-            (engine_name, elo), = result.levels.items()
-            t = result.tally(engine_name)
-            return dict(player=label, measure=f"score against {engine} at {n:,} node{'s' * (n > 1)} (ladder)",
-                        score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games",
-                        level=engine_name, level_elo=elo, results=rating_results(result.matches[0].games))
-
-        levels = [done.get(f"{label} against {engine} at {n} nodes (ladder)", lambda n=n: level(n)) for n in nodes]
+        levels = [ladder_level(done, label, agent, ladder, n) for n in nodes]
         results = [tuple(r) for row in levels for r in row.pop("results")]
         elo = ladder_elo(getattr(agent, "name", "agent"), results, {row["level"]: row["level_elo"] for row in levels})
         out += [{k: v for k, v in row.items() if k not in ("level", "level_elo")} for row in levels]
-        out.append(dict(player=label, measure=f"Elo on the {engine} ladder ({levels[0]['level']} = 0)",
+        out.append(dict(player=label, measure=f"Elo on the {engine_text(ladder)} ladder ({levels[0]['level']} = 0)",
                         score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True,
                         date=max(row["date"] for row in levels)))
     return out
+
+
+def engine_text(ladder) -> str:
+    from agents.players.uci import default_engine
+
+    return {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(ladder.variant)]
+
+
+def ladder_level(done: Finished, label: str, agent, ladder, nodes: int) -> dict:
+    """``agent``'s games against the ladder's engine at ``nodes`` (both colours of every opening, on every core),
+    with the results the Elo is fitted from; saved as the level ends."""
+    from agents.arena.ladder import play_ladder
+
+    engine = engine_text(ladder)
+
+    def measure() -> dict:
+        with Progress(2 * len(ladder.openings), f"{label} against {engine} at {nodes:,} nodes", unit="game") as bar:
+            result = play_ladder(agent, ladder.variant, [nodes], ladder, workers=os.cpu_count() or 1,
+                                 journal=done.journal, progress=lambda record, games, total: bar.update(games))
+        (engine_name, elo), = result.levels.items()
+        t = result.tally(engine_name)
+        return dict(player=label, measure=f"score against {engine} at {nodes:,} node{'s' * (nodes > 1)} (ladder)",
+                    score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games",
+                    level=engine_name, level_elo=elo, results=rating_results(result.matches[0].games))
+
+    return done.get(f"{label} against {engine} at {nodes} nodes (ladder)", measure)
 
 
 RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,
