@@ -247,6 +247,7 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
 
 
 def engine_text(ladder) -> str:
+    """The name of the engine that plays the ladder's levels, as the card writes it."""
     from agents.players.uci import default_engine
 
     return {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(ladder.variant)]
