@@ -260,6 +260,16 @@ class Progress(Closing):
             self.bar = None
 
 
+def training_seconds(metrics: list[dict]) -> float:
+    """A run's training wall-clock from its metrics rows, evaluation left out: the last row's ``training_s`` where
+    the learner records it (AlphaZero), else its ``elapsed_s`` less the rows' ``eval_s`` (PPO); 0 without rows."""
+    if not metrics:
+        return 0.0
+    if "training_s" in metrics[-1]:
+        return metrics[-1]["training_s"]
+    return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics)
+
+
 def cosine_rate(peak: float, final: float, t: float) -> float:
     """A learning rate on a cosine from ``peak`` at ``t = 0`` to ``final`` at ``t = 1`` (``t`` clamped to [0, 1]):
     ``final + (peak - final) * (1 + cos(pi t)) / 2`` (Loshchilov and Hutter, SGDR, ICLR 2017)."""

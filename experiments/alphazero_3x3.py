@@ -19,7 +19,8 @@ import os
 import sys
 import time
 
-from agents.runs import Progress, command_line, machine, machine_text  # first: the OpenMP setting, before torch
+from agents.runs import (  # first: the OpenMP setting, before torch
+    Progress, command_line, machine, machine_text, training_seconds)
 
 import numpy as np
 import torch
@@ -86,7 +87,6 @@ def main(argv=None) -> int:
 
     start = time.perf_counter()
     state = train(config, evaluate=evaluation, resume=args.resume)
-    train_seconds = state["metrics"][-1]["elapsed_s"]
 
     print("final evaluation over every non-terminal position ...", flush=True)
     t0 = time.perf_counter()
@@ -102,13 +102,13 @@ def main(argv=None) -> int:
             scores[label] = score_agent(agent, tablebase, encoding=encoding, value_fn=value_fn,
                                         progress=lambda done, total, bar=bar: bar.update(done))
     final_seconds = time.perf_counter() - t0
-    write_report(args, config, state, scores, train_seconds, final_seconds, time.perf_counter() - start,
+    write_report(args, config, state, scores, final_seconds, time.perf_counter() - start,
                  agent_path, machine_text(started))
     print(open(os.path.join(args.out, "report.md")).read())
     return 0
 
 
-def write_report(args, config, state, scores, train_seconds, final_seconds, wall_seconds, agent_path,
+def write_report(args, config, state, scores, final_seconds, wall_seconds, agent_path,
                  measured_on: str) -> None:
     metrics = state["metrics"]
     out = args.out
@@ -165,8 +165,9 @@ The search is strong on this small board by itself: at iteration 1, with a barel
 already kept the value in {metrics[0]['score_mcts_value_preserving']:.4f} of its sample (the raw policy:
 {metrics[0]['score_policy_value_preserving']:.4f}). The raw policy is the measure of what the network learned.
 
-Time: training {train_seconds / 60:.1f} min (self-play {selfplay / 60:.1f} min,
-{positions / max(selfplay, 1e-9):,.0f} positions/s), final evaluation {final_seconds / 60:.1f} min, whole run
+Time: self-play and learning {training_seconds(metrics) / 60:.1f} min (self-play {selfplay / 60:.1f} min,
+{positions / max(selfplay, 1e-9):,.0f} positions/s), the learning curve's scoring
+{sum(m.get("eval_s", 0) for m in metrics) / 60:.1f} min, final evaluation {final_seconds / 60:.1f} min, whole run
 {wall_seconds / 60:.1f} min (a resumed run counts only its own part). {measured_on} AlphaZeroNano trained for
 22-50 hours and judged four positions.
 

@@ -40,7 +40,7 @@ import time
 from typing import Annotated, Literal
 
 from agents.runs import (  # first: the OpenMP setting, before torch
-    Progress, checkpoint_dir, command_line, machine, machine_text, read_state, write_csv)
+    Progress, checkpoint_dir, command_line, machine, machine_text, read_state, training_seconds, write_csv)
 
 import tyro
 
@@ -115,9 +115,11 @@ def alphazero_cost(run: str) -> tuple[int | None, float | None, str]:
         return None, None, f"? ({os.cpu_count()}-core machine)"
     state = read_state(found)
     positions = sum(int(m["samples"]) for m in state.metrics)
-    threads, workers = state.settings.get("threads", "?"), state.settings.get("workers", 0)
-    where = "in process" if not workers else f"{workers} Ray actors"
-    return (positions, train_seconds(state.metrics),
+    scale = state.settings.get("scale", {})
+    threads, workers = scale.get("threads") or "default", scale.get("workers", 0)
+    kind = "Ray actors" if scale.get("ray_address") else "worker processes"
+    where = "in process" if not workers else f"in {workers} {kind}"
+    return (positions, training_seconds(state.metrics),
             f"{threads} torch threads, self-play {where} ({os.cpu_count()}-core machine)")
 
 
@@ -136,7 +138,7 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
         agent = agents.load(os.path.join(run, "agent"))
         agent.name = "ppo"
         return Player("PPO (greedy policy)", agent, "PPO", state.env_steps, "learner moves (+ random replies)",
-                      train_seconds(state.metrics), f"1 process, {settings.threads} torch thread(s) "
+                      training_seconds(state.metrics), f"1 process, {settings.threads} torch thread(s) "
                       f"({os.cpu_count()}-core machine)", run)
     rules = "checkmate" if (az_variant or "gardner") == "gardner" else "kingcapture"
     name = {"checkmate": "gardner", "kingcapture": "gardner-kingcapture"}[rules]
@@ -147,7 +149,7 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
         agent = agents.load(os.path.join(native, "agent"))
         agent.name = "ppo"
         return Player(f"PPO (greedy; one network for both colors, {rules} rules)", agent, "PPO", state.env_steps,
-                      "learner moves (+ opponent replies)", train_seconds(state.metrics),
+                      "learner moves (+ opponent replies)", training_seconds(state.metrics),
                       f"1 process, {state.settings.get('threads', 1)} torch thread(s) ({os.cpu_count()}-core machine)",
                       native)
     parts, states = {}, []
@@ -161,7 +163,7 @@ def ppo_player(variant: str, az_variant: str | None, args) -> Player:
     agent = ByColorAgent(parts["white"], parts["black"], name, name="ppo")
     return Player(f"PPO (greedy; white and black policies, {rules} rules)", agent, "PPO",
                   sum(s.env_steps for s in states), "learner moves (+ random replies)",
-                  sum(train_seconds(s.metrics) for s in states),
+                  sum(training_seconds(s.metrics) for s in states),
                   f"1 process, 1 torch thread ({os.cpu_count()}-core machine)",
                   os.path.dirname(run))
 
@@ -176,10 +178,6 @@ def ensure_ppo(settings: PPOSettings, run: str, args):
     print(f"no PPO policy at {run}: training one with the built-in PPO ({args.ppo_steps:,} env steps) ...",
           flush=True)
     return train(settings, run, env_steps=args.ppo_steps, eval_games=100, eval_every=5, resume=True)
-
-
-def train_seconds(metrics: list[dict]) -> float:
-    return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics) if metrics else 0.0
 
 
 # -- the protocol ---------------------------------------------------------------------------------

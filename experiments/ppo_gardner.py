@@ -47,10 +47,11 @@ import sys
 import time
 from typing import Literal
 
-from agents.runs import command_line, machine, machine_text, write_csv  # first: the OpenMP setting, before torch
+from agents.runs import (  # first: the OpenMP setting, before torch
+    command_line, machine, machine_text, training_seconds, write_csv)
 
 from agents.arena.evaluation import baselines, versus_random
-from agents.ppo.common import PPOSettings, learning_curve, train, train_seconds
+from agents.ppo.common import PPOSettings, learning_curve, train
 from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini, run_sweep
 from agents.reports import baseline_table, curves_plot, markdown_table
 
@@ -162,7 +163,7 @@ def final_evaluation(runs: list[dict], args) -> list[dict]:
                              "color": color, "eval_rules": eval_rules, "games": match.games, "wins": match.wins,
                              "draws": match.draws, "losses": match.losses, "truncated": match.truncated,
                              "win_rate": match.win_rate, "win_low": lo, "win_high": hi, "mean_plies": match.mean_plies,
-                             "env_steps": run["state"].env_steps, "train_s": train_seconds(run["state"].metrics),
+                             "env_steps": run["state"].env_steps, "train_s": training_seconds(run["state"].metrics),
                              "eval_s": time.perf_counter() - t})
     write_csv(os.path.join(args.out, "results.csv"), rows)
     return rows
@@ -237,8 +238,8 @@ def write_report(args, runs, results, matches, baseline_rows, wall: float, measu
     for run in runs:
         m, steps = run["state"].metrics, run["state"].env_steps
         sample = [x["sample_steps_per_s"] for x in m if x.get("sample_steps_per_s") == x.get("sample_steps_per_s")]
-        speed.append([f"{run['rules']}, {run['color']}", f"{steps:,}", f"{train_seconds(m) / 60:.1f} min",
-                      f"{steps / max(train_seconds(m), 1e-9):,.0f}",
+        speed.append([f"{run['rules']}, {run['color']}", f"{steps:,}", f"{training_seconds(m) / 60:.1f} min",
+                      f"{steps / max(training_seconds(m), 1e-9):,.0f}",
                       f"{sum(sample) / max(len(sample), 1):,.0f}" if sample else "-",
                       f"{m[-1]['episode_len_mean']:.1f}" if m else "-"])
     speed_table = markdown_table(["policy", "env steps", "training time", "env steps/s (training, overall)",

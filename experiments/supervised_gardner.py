@@ -32,7 +32,8 @@ import sys
 import time
 from typing import Annotated
 
-from agents.runs import command_line, machine, machine_text, read_state, write_csv  # first: the OpenMP setting
+from agents.runs import (  # first: the OpenMP setting
+    command_line, machine, machine_text, read_state, training_seconds, write_csv)
 
 import torch
 import tyro
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
             os.path.join(run_config.run_dir, "checkpoint"))))
         agent_path = write_agent(run_config.run_dir, state, simulations=args.simulations, name=f"selfplay-{label}")
         selfplay[label] = stages.timed(f"selfplay_{label}_scoring", lambda: score(agent_path, args, plan, False))
-        selfplay[label]["train_seconds"] = state["metrics"][-1]["elapsed_s"]
+        selfplay[label]["training_seconds"] = training_seconds(state["metrics"])
 
     baseline_rows = baselines(VARIANT, **plan["random"])
     write_report(args, plan, generated, stages, pretrain_metrics, rounds, tournament, scores, selfplay, baseline_rows,
@@ -274,8 +275,8 @@ Plot: `tournament_elo.png`; losses and agreement per epoch: `pretraining.png`, `
 
 Two AlphaZero self-play runs with experiments/alphazero_gardner.py's settings, {args.selfplay_iterations} iterations
 of {args.selfplay_games} games each (the same compute): one starts from the pretrained network, one from
-scratch. Training took {selfplay['pretrained']['train_seconds'] / 60:.1f} and
-{selfplay['scratch']['train_seconds'] / 60:.1f} min. Both search with {args.simulations} simulations
+scratch. Training took {selfplay['pretrained']['training_seconds'] / 60:.1f} and
+{selfplay['scratch']['training_seconds'] / 60:.1f} min. Both search with {args.simulations} simulations
 (minimax as above; Fairy-Stockfish levels on the ladder):
 
 {markdown_table(["run", "opponent", "games", "W-D-L", "score [95% Wilson] / Elo"], comparison)}

@@ -24,7 +24,7 @@ import sys
 import time
 
 from agents.runs import (  # first: the OpenMP setting, before torch
-    Progress, checkpoint_dir, command_line, machine, machine_text, read_state)
+    Progress, checkpoint_dir, command_line, machine, machine_text, read_json, read_state, training_seconds, write_json)
 
 import torch
 
@@ -33,7 +33,6 @@ from agents.arena import play_match, rating_results
 from agents.arena.evaluation import score_moves
 from agents.arena.ratings import wilson_interval
 from agents.players.random_agent import RandomAgent
-from agents.runs import read_json, write_json
 from minichess_envs.checksums import read_checksums
 from minichess_envs.players import choose_actions
 
@@ -339,12 +338,10 @@ def with_settings(agent_dir: str, settings: dict) -> str:
 
 
 def training_minutes(agent_dir: str) -> float:
-    """Training time of the run whose saved agent is ``agent_dir``, from the checkpoint beside it: AlphaZero's
-    ``training_s``; PPO's :func:`~agents.ppo.common.train_seconds`."""
-    from agents.ppo.common import train_seconds
-
+    """Training time of the run whose saved agent is ``agent_dir``, from the checkpoint beside it
+    (:func:`~agents.runs.training_seconds`)."""
     metrics = read_state(checkpoint_dir(os.path.dirname(os.path.normpath(agent_dir)))).metrics
-    return round((metrics[-1]["training_s"] if "training_s" in metrics[-1] else train_seconds(metrics)) / 60, 1)
+    return round(training_seconds(metrics) / 60, 1)
 
 
 def network_text(agent) -> str:

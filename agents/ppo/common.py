@@ -13,7 +13,7 @@ import numpy as np
 from agents.ppo.agent import PPOAgent
 from agents.ppo.network import PPONet
 from agents.ppo.task import Task, task_for
-from agents.runs import Run, RunState
+from agents.runs import Run, RunState, training_seconds
 from minichess_envs.env import MATERIAL_SCALE
 from minichess_envs.variants import get_variant
 
@@ -213,16 +213,9 @@ def train(settings: PPOSettings, run_dir: str, env_steps: int | None = None, min
     return state
 
 
-def train_seconds(metrics: list[dict]) -> float:
-    """A run's training wall-clock from its metrics rows: its ``elapsed_s`` less the evaluations' ``eval_s``."""
-    if not metrics:
-        return 0.0
-    return metrics[-1]["elapsed_s"] - sum(m.get("eval_s", 0.0) for m in metrics)
-
-
 def learning_curve(metrics: list[dict], color: str) -> tuple[list, list, list]:
     """(env steps, training seconds, win rate as ``color``) at the iterations that were evaluated."""
-    points = [(m["env_steps"], train_seconds(metrics[:i + 1]), m[f"win_rate_{color}"])
+    points = [(m["env_steps"], training_seconds(metrics[:i + 1]), m[f"win_rate_{color}"])
               for i, m in enumerate(metrics) if f"win_rate_{color}" in m]
     return tuple(map(list, zip(*points))) if points else ([], [], [])
 

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 from agents.ppo.agent import PPOAgent
-from agents.ppo.common import AGENT, Backend, PPOSettings, train, train_seconds
+from agents.ppo.common import AGENT, Backend, PPOSettings, train
 from agents.ppo.network import PPONet
 from agents.ppo.task import Task, make_opponent, task_for
-from agents.runs import read_json, write_csv, write_json
+from agents.runs import read_json, training_seconds, write_csv, write_json
 
 SINGLE_ENV = "minichess-single"  # names under which the env creators are registered with Ray Tune
 AEC_ENV = "minichess-aec"
@@ -258,7 +258,7 @@ def sweep_trial(config: dict) -> None:
     final = task_for(settings).evaluate_vs_random(agent, games, seed=0, sides=[color])
     tune.report({"final_win_rate": final[f"win_rate_{color}"], "final_win_low": final[f"win_low_{color}"],
                  "final_win_high": final[f"win_high_{color}"], "final_games": games, "env_steps": state.env_steps,
-                 "train_s": train_seconds(state.metrics), "done": True})
+                 "train_s": training_seconds(state.metrics), "done": True})
 
 
 def run_sweep(settings: PPOSettings, points: list[tuple[float, float]], out: str, env_steps: int,
