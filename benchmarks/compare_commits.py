@@ -10,12 +10,18 @@ the single env and the native vector env (64 envs) in steps/s, timed by this fol
 and the AlphaZero tree with the rules alone as evaluator (uniform priors, value 0: no network is
 timed) in simulations/s on Gardner, 64 trees of 200 simulations, 4 leaves waiting per tree. The
 table gives medians and each commit's ratio to the first; the load average is printed with it.
+
+Each round pads the measuring processes' environment by another number of bytes, the same for every commit:
+the same machine code runs up to ~10% faster or slower as the environment's size moves the stack (Mytkowicz et
+al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009), and with one fixed size one
+commit's worktree path could favour it throughout (docs/results/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -67,9 +73,10 @@ def worktree(rev: str, root: str, into: str) -> str:
     return path
 
 
-def measure(path: str, what: str, seconds: float) -> float:
+def measure(path: str, what: str, seconds: float, padding: int = 0) -> float:
     # the commit's code first, then this folder (bench_envs' loops, timing that commit's minichess_envs)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, os.path.dirname(os.path.abspath(__file__))])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, os.path.dirname(os.path.abspath(__file__))]),
+           "MEASURE_PADDING": "x" * padding}
     out = subprocess.run([sys.executable, "-c", MEASURE, what, str(seconds)], cwd=path, env=env, check=True,
                          capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -84,7 +91,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    results = {**peers.machine(), "revs": {}}
+    paddings = [random.Random(r).randrange(4096) for r in range(args.rounds)]  # bytes, one size a round
+    results = {**peers.machine(), "revs": {}, "paddings": paddings}
     print(f"# {results['date']}  {results['machine']}  load {results['load_start'][0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}
@@ -98,7 +106,8 @@ def main(argv=None) -> int:
                 order = args.revs if round % 2 == 0 else args.revs[::-1]
                 for what in MEASUREMENTS:
                     for rev in order:
-                        results["revs"][rev][what].append(measure(paths[rev], what, args.seconds))
+                        results["revs"][rev][what].append(measure(paths[rev], what, args.seconds,
+                                                                  results["paddings"][round]))
                 print(f"round {round + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", flush=True)
         finally:
             for path in paths.values():

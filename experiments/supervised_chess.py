@@ -69,7 +69,7 @@ PRESETS = {
     "quick": dict(games=4, blocks=1, channels=8, dagger_games=3, random_games=4, engine_nodes=(1,),
                   tournament_games=2, tournament_simulations=2),
     "raw-tournament": dict(tournament_simulations=0),  # the checkpoints by their raw policies (draw by repetition)
-    "two-epochs": dict(epochs=2, dagger_rounds=0),  # the default before DAgger (2026-11-23)
+    "two-epochs": dict(epochs=2, dagger_rounds=0),  # the default before DAgger
 }
 NODES, THREADS = 200, 2  # Stockfish's nodes a move in the games and the DAgger labels
 # Planes before the policy's linear layer, as AlphaGo Zero's policy head (Silver et al., Nature 2017): 2 x 64 squares

@@ -3,7 +3,7 @@
     python experiments/supervised_gardner.py                 # the whole route, defaults sized for 2 CPU cores
     python experiments/supervised_gardner.py --resume        # continue an interrupted run (every stage resumes)
     python experiments/supervised_gardner.py --preset quick  # a smoke test: minutes
-    python experiments/supervised_gardner.py --preset small-net  # the 3x48 network of the 2026-11-22 default
+    python experiments/supervised_gardner.py --preset small-net  # the 3x48 network the default had before
 
 1. Fairy-Stockfish plays itself at 100 nodes from balanced random openings (``agents.supervised.engine_games``); in a
    share of the games (two thirds) it plays a random mover instead, so the data shows how to
@@ -82,8 +82,8 @@ class Options:
 PRESETS = {
     "quick": dict(games=12, epochs=1, dagger_rounds=1, selfplay_iterations=1, simulations=4, selfplay_games=4,
                   dagger_games=3, random_games=10, match_games=2, tournament_games=2, ladder_openings=1),
-    "small-net": dict(blocks=3, channels=48, policy_channels=8),  # the network of the 2026-11-22 default
-    "four-rounds": dict(dagger_rounds=4),  # the 2026-11-23 default before 8 rounds
+    "small-net": dict(blocks=3, channels=48, policy_channels=8),  # the network the default had before
+    "four-rounds": dict(dagger_rounds=4),  # the default before 8 rounds
 }
 NODES, RANDOM_OPPONENT, THREADS = 100, 2 / 3, 2  # Fairy-Stockfish's nodes a move, its share of random opponents
 
