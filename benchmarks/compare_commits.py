@@ -106,8 +106,7 @@ def main(argv=None) -> int:
                 order = args.revs if round % 2 == 0 else args.revs[::-1]
                 for what in MEASUREMENTS:
                     for rev in order:
-                        results["revs"][rev][what].append(measure(paths[rev], what, args.seconds,
-                                                                  results["paddings"][round]))
+                        results["revs"][rev][what].append(measure(paths[rev], what, args.seconds, paddings[round]))
                 print(f"round {round + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", flush=True)
         finally:
             for path in paths.values():
