@@ -92,6 +92,30 @@ def loss(colour: int) -> str:
     return "0-1" if colour == WHITE else "1-0"
 
 
+def chess_outcome(position: Position, ply_limit: int) -> tuple[str, str | None]:
+    """``(result, termination)`` by the rules, a draw at ``ply_limit``; ``("*", None)`` while the game goes on."""
+    outcome = position.outcome()
+    if outcome is not None:
+        return outcome.result(), outcome.termination.name.lower().replace("_", " ")
+    if position.ply >= ply_limit:
+        return "1/2-1/2", PLY_LIMIT
+    return "*", None
+
+
+def board_outcome(game) -> tuple[str, str | None]:
+    """``(result, termination)`` of a board game: ``"win"`` or ``"draw"``; ``("*", None)`` while it goes on."""
+    if not game.is_over():
+        return "*", None
+    winner = game.winner()
+    return ("1/2-1/2", "draw") if winner is None else (WIN_RESULTS[winner], "win")
+
+
+def chess_pgn(position: Position, headers: dict, names: tuple[str, str], result: str, termination: str | None) -> str:
+    """The game's PGN: ``headers`` (``Event``), the players' ``names``, the result and how the game ended."""
+    headers = {**headers, "White": names[0], "Black": names[1], "Result": result}
+    return game_pgn(position, {**headers, "Termination": termination} if termination else headers)
+
+
 class Console:
     """A person at ``stdin`` and ``stdout`` (in seat ``human``: 0 White or the first player) playing ``agent`` in
     ``rules``, a chess variant or a board game as :func:`~agents.spec.from_spec` takes it: what a terminal game says and
@@ -255,11 +279,9 @@ Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
         while self.termination is None:
             if self._thinking_since[0] != self.position.ply:  # commands and bad input do not stop the clock
                 self._thinking_since = (self.position.ply, self.now())
-            outcome = self.position.outcome()
-            if outcome is not None:
-                self.finish(outcome.result(), outcome.termination.name.lower().replace("_", " "))
-            elif self.position.ply >= self.ply_limit:
-                self.finish("1/2-1/2", PLY_LIMIT)
+            result, termination = chess_outcome(self.position, self.ply_limit)
+            if termination:
+                self.finish(result, termination)
             elif self.position.turn == self.human:
                 self.human_turn(f"{move_number(self.position)} your move: ")
             else:
@@ -300,9 +322,8 @@ Type a move in SAN (Nf3, exd5, O-O, c5=Q) or UCI (g1f3), or a command:
             self.position.pop()
         self.show()
 
-    def pgn(self, event: str = "minichess play") -> str:
-        headers = {"Event": event, "White": self.names[0], "Black": self.names[1], "Result": self.result}
-        return game_pgn(self.position, {**headers, "Termination": self.termination} if self.termination else headers)
+    def pgn(self) -> str:
+        return chess_pgn(self.position, {"Event": "minichess play"}, self.names, self.result, self.termination)
 
 
 def board_game_text(game) -> str:
@@ -362,8 +383,8 @@ Type a move by its name (see 'moves'), or a command:
         self.show()
         while self.termination is None:
             if self.game.is_over():
+                self.finish(*board_outcome(self.game))
                 winner = self.game.winner()
-                self.finish("1/2-1/2" if winner is None else WIN_RESULTS[winner], "draw" if winner is None else "win")
                 self.say(f"game over: {self.result} ({'draw' if winner is None else self.names[winner] + ' won'})")
             elif self.game.to_play() == self.human:
                 self.human_turn(f"your move ({SEAT_NAMES[self.human]}): ")

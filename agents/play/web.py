@@ -28,15 +28,15 @@ with extra_hint("the web app (agents.play.web)", only="starlette", extra="play")
     from starlette.staticfiles import StaticFiles
 
 from agents import zoo
-from agents.arena import PLY_LIMIT, WIN_RESULTS, close_agents
+from agents.arena import WIN_RESULTS, close_agents
 from agents.base import Agent, manifest_game, read_manifest
 from agents.games import BOARD_GAMES, SEAT_NAMES, Game, GridGame, new_game
-from agents.play.terminal import RESIGNATION, loss
+from agents.play.terminal import RESIGNATION, board_outcome, chess_outcome, chess_pgn, loss
 from agents.players.uci import EngineNotFoundError, find_engine
 from agents.spec import SERVER_LIMITS, from_spec, is_board_game, load_for_game, parse_spec, saved_agents
 from minichess_envs.encoding import ObservationEncoding
 from minichess_envs.engine import COLOR_NAMES, Move, Position
-from minichess_envs.pgn import PgnStats, game_pgn, parse_san, read_pgn, san
+from minichess_envs.pgn import PgnStats, parse_san, read_pgn, san
 from minichess_envs.players import choose_action
 from minichess_envs.tablebase import Tablebase
 from minichess_envs.variants import VARIANTS, Variant, get_variant
@@ -236,12 +236,7 @@ class WebGame(ServerGame):
             raise HTTPException(422, str(exc)) from None
 
     def outcome(self) -> tuple[str, str | None]:
-        outcome = self.position.outcome()
-        if outcome is not None:
-            return outcome.result(), outcome.termination.name.lower().replace("_", " ")
-        if self.position.ply >= self.ply_limit:
-            return "1/2-1/2", PLY_LIMIT
-        return "*", None
+        return chess_outcome(self.position, self.ply_limit)
 
     def legal(self) -> list[dict]:
         pos = self.position
@@ -254,10 +249,7 @@ class WebGame(ServerGame):
                 "fen": pos.fen(), "check": pos.is_check() and not over, "ply_limit": self.ply_limit}
 
     def pgn(self) -> str:
-        result, termination = self.status()
-        headers = {**self.headers, "Event": self.headers.get("Event", "minichess serve"),
-                   "White": self.names[0], "Black": self.names[1], "Result": result}
-        return game_pgn(self.position, {**headers, "Termination": termination} if termination else headers)
+        return chess_pgn(self.position, {"Event": "minichess serve", **self.headers}, self.names, *self.status())
 
     def snapshot(self) -> Position:
         return self.position.copy()
@@ -344,23 +336,17 @@ class BoardWebGame(ServerGame):
 
     def human_move(self, move: str | int) -> None:
         legal = self.game.legal_actions()
-        if isinstance(move, int):
-            if move not in legal:
-                raise HTTPException(422, f"illegal action {_shown(move)} in this {self.info['title']} position; "
-                                    f"legal actions: {_listed(legal)}")
-            return self.push(move)
-        names = {self.game.action_name(a): a for a in legal}
-        if move.strip().lower() not in names:
-            raise HTTPException(422, f"illegal move {_shown(move)} in this {self.info['title']} position; "
-                                f"legal moves: {_listed(names)}")
-        self.push(names[move.strip().lower()])
+        if isinstance(move, int):  # an index
+            what, key, actions = "action", move, {a: a for a in legal}
+        else:
+            what, key, actions = "move", move.strip().lower(), {self.game.action_name(a): a for a in legal}
+        if key not in actions:
+            raise HTTPException(422, f"illegal {what} {_shown(move)} in this {self.info['title']} position; "
+                                f"legal {what}s: {_listed(actions)}")
+        self.push(actions[key])
 
     def outcome(self) -> tuple[str, str | None]:
-        """Its termination: ``"win"`` or ``"draw"``."""
-        if self.game.is_over():
-            winner = self.game.winner()
-            return "1/2-1/2" if winner is None else WIN_RESULTS[winner], "draw" if winner is None else "win"
-        return "*", None
+        return board_outcome(self.game)
 
     def legal(self) -> list[dict]:
         return [self.describe(action) for action in self.game.legal_actions()]
