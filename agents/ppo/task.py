@@ -15,17 +15,17 @@ from minichess_envs.variants import get_variant
 
 
 class Task:
-    """One game for PPO; ``settings`` is the run's :class:`~agents.ppo.common.PPOSettings`. A subclass defines
-    ``new_game()``, ``make_envs(num_envs=None)`` (``num_envs``, default ``settings.num_envs``, games of the learner
+    """One game for PPO; ``settings`` is the run's :class:`~agents.ppo.common.PPOSettings`. A subclass names its
+    game and defines ``make_envs(num_envs=None)`` (``num_envs``, default ``settings.num_envs``, games of the learner
     against its opponent) and ``evaluate_vs_random(agent, games, seed=10_000, sides=None)`` (docs/ppo.md)."""
 
     backends: tuple[str, ...] = ("native",)
     policy_head = "planes"
-    agent_options: ClassVar[dict]  # what :class:`PPOAgent` needs besides the network and the game's name
+    agent_options: ClassVar[dict]  # how the game is seen: by the probe and the saved :class:`PPOAgent`
 
-    def __init__(self, settings):
+    def __init__(self, settings, game: str):
         self.settings = settings
-        self.probe = self.new_game()  # the start of a game: its observation shape and actions
+        self.probe = new_game(game, **self.agent_options)  # the start of a game: its observation shape and actions
         self.name = self.probe.name  # a board game's name or a chess variant's
 
     def net_config(self) -> PPONetConfig:
@@ -59,10 +59,7 @@ class ChessTask(Task):
         if settings.selfplay:
             raise ValueError("selfplay (a pool of past selves) is the board games'; on chess it did not beat training "
                              "against the random player at equal wall-clock and was removed (docs/decisions.md)")
-        super().__init__(settings)
-
-    def new_game(self):
-        return new_game(self.settings.variant, **self.agent_options)
+        super().__init__(settings, settings.variant)
 
     def env_kwargs(self) -> dict:
         """Keyword arguments of ``MiniChessEnv`` / ``MiniChessVectorEnv`` but the opponent; ``illegal_action="raise"``:
@@ -91,7 +88,7 @@ class BoardGameTask(Task):
     (``selfplay``) its past selves; a linear policy head (Connect Four's columns are not planes)."""
 
     policy_head = "linear"
-    agent_options: ClassVar[dict] = {"history": 1, "last_move": False}  # read by chess only: PettingZoo's planes as is
+    agent_options: ClassVar[dict] = {"history": 1, "last_move": False}  # the plain board: PettingZoo's planes as is
     #: ``PPOSettings`` fields a board-game run does not read (chess's rules, rewards and RLlib's runners).
     unread_settings = ("variant", "reward", "material_scale", "start", "opponent", "opponent_eps", "env_runners")
     #: ``PPOSettings.agent_color`` read as a seat: White moves first.
@@ -102,10 +99,7 @@ class BoardGameTask(Task):
         if settings.opponent is not None or settings.start != "default":
             raise ValueError(f"a {settings.game} run plays from the empty board against the random player or "
                              "(selfplay) its past selves: opponent and start are chess settings")
-        super().__init__(settings)
-
-    def new_game(self):
-        return new_game(self.settings.game)
+        super().__init__(settings, settings.game)
 
     def make_envs(self, num_envs: int | None = None) -> BoardGameVectorEnv:
         s = self.settings
