@@ -97,16 +97,12 @@ class _Board:
         """Which of the players asked is to move (``None`` once the game is over)."""
         return None if self.finished else self.seats[self.game.to_play()]
 
-    def view(self):
-        """What a player is shown: a chess game's Position, any other game itself."""
-        return self.game.view()
-
     def play(self, choice, mask, illegal: str, label: str | None = None) -> None:
         """Play ``choice`` if it is legal; else raise, or forfeit the game for the mover."""
         mover = self.game.to_play()
         seats = COLOR_NAMES if isinstance(self.game, ChessGame) else SEAT_NAMES
         try:
-            action = legal_action(self.view(), choice, label or f"{self.names[mover]} ({seats[mover]})", mask)
+            action = legal_action(self.game.view(), choice, label or f"{self.names[mover]} ({seats[mover]})", mask)
         except IllegalMoveError:
             if illegal == "raise":
                 raise
@@ -367,23 +363,22 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             tasks.append(_Task(p, k, white, black, game_seed(s, k), f"{p + 1}.{k + 1}", opening))
     records: dict[tuple[int, int], GameRecord] = {}
     journal = GameJournal(journal) if journal else None
+    held = journal.games if journal else {}  # the games the journal holds are not played again
     options = json.dumps(game_options, sort_keys=True, default=repr)
     keys = {t: json.dumps([game, names[t.white], names[t.black], t.seed, t.round, t.start_fen, options])
             for t in tasks}
 
     def done(task: _Task, record: GameRecord) -> None:
         records[task.pairing, task.index] = record
-        if journal is not None and keys[task] not in journal.games:
+        if journal is not None and keys[task] not in held:
             journal.add(keys[task], record)
         if progress:
             progress(record, len(records), len(tasks))
 
-    todo = []
     for task in tasks:
-        if journal is not None and keys[task] in journal.games:
-            done(task, journal.games[keys[task]])
-        else:
-            todo.append(task)
+        if keys[task] in held:
+            done(task, held[keys[task]])
+    todo = [task for task in tasks if keys[task] not in held]
     if lockstep:
         for p, (i, j) in enumerate(pairings):
             mine = {dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j)): t
@@ -441,10 +436,10 @@ def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Seque
                 if not todo:
                     continue
                 if lockstep:
-                    choices, masks = player_choices(player, [b.view() for b in todo], observation, name=names[who])
+                    choices, masks = player_choices(player, [b.game.view() for b in todo], observation, name=names[who])
                 else:
                     masks = [b.game.legal_mask() for b in todo]
-                    choices = [player_choice(player, b.view(), observation, mask) for b, mask in zip(todo, masks)]
+                    choices = [player_choice(player, b.game.view(), observation, mask) for b, mask in zip(todo, masks)]
                 for board, choice, mask in zip(todo, choices, masks):
                     board.play(choice, mask, illegal)
             for k in active:

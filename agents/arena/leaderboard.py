@@ -192,7 +192,7 @@ def _columns(t, names: Sequence[str]) -> dict:
     return dict(zip(names, values))
 
 
-def standings(variant: str, names, matches, prior_draws: float) -> list[dict]:
+def standings(names, matches, prior_draws: float) -> list[dict]:
     """One row per agent, strongest first: Elo (random = 0) and its interval, results against random (per
     color and overall) and against all."""
     games = all_games(matches)
@@ -201,8 +201,8 @@ def standings(variant: str, names, matches, prior_draws: float) -> list[dict]:
     for rank, (name, r) in enumerate(ratings.items(), 1):
         overall = tally(games, name)
         vs = {c: tally(games, name, "random", c) for c in ("white", "black", None)} if name != "random" else {}
-        rows.append(dict(variant=variant, rank=rank, agent=name, elo=r.elo, elo_low=r.low, elo_high=r.high,
-                         games=overall.games, overall=overall, vs_random=vs))
+        rows.append(dict(rank=rank, agent=name, elo=r.elo, elo_low=r.low, elo_high=r.high, overall=overall,
+                         vs_random=vs))
     return rows
 
 
@@ -235,7 +235,7 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
                                  opening_plies=opening_plies, lockstep=None if workers == 1 else False)
     finally:
         close_agents(players)
-    board = Board(variant, names, matches, standings(variant, names, matches, prior_draws), ref, ref_plies)
+    board = Board(variant, names, matches, standings(names, matches, prior_draws), ref, ref_plies)
     print(f"[{variant}] {len(all_games(matches))} games in {time.perf_counter() - t0:.0f} s")
     return board
 

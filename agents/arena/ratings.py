@@ -129,13 +129,14 @@ def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str
     for name in fixed:
         if name not in names:
             raise ValueError(f"anchor {name!r} played no game; players: {', '.join(names)}")
+    games, points = N.sum(axis=1), S.sum(axis=1)  # per player, without the virtual draws
     played = N > 0
     N = N + prior_draws * played
     S = S + prior_draws / 2 * played
     n = len(names)
-    anchored = [names.index(name) for name in fixed]
+    free = np.array([name not in fixed for name in names])
     # Every player must be linked to an anchor by games, or its rating is undetermined.
-    reached = np.isin(np.arange(n), anchored)
+    reached = ~free
     for _ in range(n):
         reached |= played[reached].any(axis=0)
     if not reached.all():
@@ -144,10 +145,9 @@ def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str
     # Perfect separation (a group that won every game against the rest) sends the MLE to infinity.
     totals = S.sum(axis=1)
     for i in range(n):
-        if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and i not in anchored:
+        if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and free[i]:
             raise ValueError(f"{names[i]!r} {'won' if totals[i] else 'lost'} every game: its maximum-likelihood "
                              "Elo is infinite; pass prior_draws > 0")
-    free = np.array([name not in fixed for name in names])
     r = _fit(np.array([fixed.get(name, 0.0) for name in names], float), N, S, free)
     if np.any(np.abs(r) > 4000 + max(abs(elo) for elo in fixed.values())):
         raise ValueError("Elo ratings are unbounded (some group won every game against the rest); "
@@ -165,10 +165,9 @@ def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str
 
     out = {}
     for i, name in enumerate(names):
-        games = int((N[i] - prior_draws * played[i]).sum())
-        score = float((S[i] - prior_draws / 2 * played[i]).sum() / games) if games else float("nan")
-        if i in anchored:
-            out[name] = Rating(float(r[i]), float(r[i]), float(r[i]), games, score)
+        score = float(points[i] / games[i]) if games[i] else float("nan")
+        if not free[i]:
+            out[name] = Rating(float(r[i]), float(r[i]), float(r[i]), int(games[i]), score)
             continue
         bounds = []
         for sign in (-1, 1):
@@ -182,5 +181,5 @@ def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str
                 mid = (inner + outer) / 2
                 inner, outer = (mid, outer) if deficit(i, mid) < 0 else (inner, mid)
             bounds.append(float((inner + outer) / 2))
-        out[name] = Rating(float(r[i]), bounds[0], bounds[1], games, score)
+        out[name] = Rating(float(r[i]), bounds[0], bounds[1], int(games[i]), score)
     return dict(sorted(out.items(), key=lambda kv: -kv[1].elo))

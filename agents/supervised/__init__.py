@@ -90,15 +90,12 @@ def scheduled_rate(settings: SupervisedSettings, peak: float, done: float, start
     return cosine_rate(peak, 0.0, (done - start) / max(settings.epochs - start, 1))
 
 
-def value_target(batch: Batch, settings: SupervisedSettings) -> np.ndarray:
-    """The game results, the engine's scores, or their mix (``score_weight`` of the scores)."""
-    weight = {"result": 0.0, "score": 1.0}.get(settings.value_target, settings.score_weight)
-    return (1 - weight) * batch.results + weight * batch.scores
-
-
 def _tensors(batch: Batch, settings: SupervisedSettings):
+    """The batch as tensors; the value target: the results, the engine's scores or their mix (``score_weight``)."""
+    weight = {"result": 0.0, "score": 1.0}.get(settings.value_target, settings.score_weight)
+    target = (1 - weight) * batch.results + weight * batch.scores
     return (torch.from_numpy(batch.observations), torch.from_numpy(batch.masks), torch.from_numpy(batch.actions),
-            torch.from_numpy(np.asarray(value_target(batch, settings), np.float32)), torch.from_numpy(batch.results))
+            torch.from_numpy(np.asarray(target, np.float32)), torch.from_numpy(batch.results))
 
 
 def make_net(settings: SupervisedSettings, variant) -> torch.nn.Module:

@@ -241,15 +241,14 @@ def _chunks_to_do(directory: str, settings: GenerationSettings, files: list[str]
 
 
 class ChunkPlayer:
-    """A worker of :class:`~agents.workers.WorkerPool` for :func:`_run_jobs`: plays ``(job, arguments)``, and quits
-    its engines when the pool stops."""
+    """A worker of :class:`~agents.workers.WorkerPool` for :func:`_run_jobs`: runs ``job(*arguments)`` for each
+    ``arguments`` it is sent, and quits its engines when the pool stops."""
 
-    def __init__(self, settings=None):
-        pass
+    def __init__(self, job):
+        self.job = job
 
-    def play(self, shared, job: tuple):
-        fn, arguments = job
-        return fn(*arguments)
+    def play(self, shared, arguments: tuple):
+        return self.job(*arguments)
 
     def close(self) -> None:
         close_engines()
@@ -267,7 +266,7 @@ def _run_jobs(job, arguments: list[tuple], workers: int, ray_address: str | None
         finally:
             close_engines()
         return
-    with WorkerPool(ChunkPlayer, None, workers, ray_address) as pool:  # engines are subprocesses: spawned, not forked
-        pool.submit(None, [(job, a) for a in arguments])
+    with WorkerPool(ChunkPlayer, job, workers, ray_address) as pool:  # engines are subprocesses: spawned, not forked
+        pool.submit(None, arguments)
         for _, result in pool.results():
             yield result
