@@ -225,20 +225,15 @@ def check_settings(path: str, settings: dict, required: dict, optional: dict | N
     ``(low, high)`` ranges (either ``None``: open)."""
     file = manifest_file(path)
     optional = optional or {}
-    unknown = set(settings) - set(required) - set(optional)
-    missing = set(required) - set(settings)
-    if unknown or missing:
-        raise ValueError(f"bad agent manifest {file}: " + "; ".join(
-            part for part in (f"unknown settings {sorted(unknown)}" if unknown else "",
-                              f"missing settings {sorted(missing)}" if missing else "") if part))
+    problems = [f"{what} settings {sorted(keys)}" for what, keys in (
+        ("unknown", set(settings) - set(required) - set(optional)), ("missing", set(required) - set(settings))) if keys]
+    if problems:
+        raise ValueError(f"bad agent manifest {file}: " + "; ".join(problems))
     for key, value in settings.items():
         kinds = required.get(key, optional.get(key))
-        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-        kinds = tuple(type(None) if k is None else k for k in kinds)
-        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
-        if isinstance(value, int) and not isinstance(value, bool) and float in kinds:
-            ok = True
-        if not ok:
+        kinds = tuple(type(None) if k is None else k for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+        accepted = kinds + ((int,) if float in kinds else ())  # a whole number is a float too
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in kinds):
             names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
             raise ValueError(f"bad agent manifest {file}: setting {key!r} must be {names}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):  # json reads NaN and Infinity

@@ -17,11 +17,11 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
     """The torch device for ``name`` (``cuda:1`` style indices too): ``auto`` picks CUDA, then Apple's MPS, then the
     CPU. ``ValueError`` for an unknown name or a device this machine does not have."""
     name = str(name) if isinstance(name, torch.device) else name
-    if not isinstance(name, str) or name.split(":")[0] not in DEVICES:
+    kind = name.split(":")[0] if isinstance(name, str) else None
+    if kind not in DEVICES:
         raise ValueError(f"unknown device {name!r}: expected one of {', '.join(DEVICES)}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
-    kind = name.split(":")[0]
     if kind == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {name!r} asked for, but torch {torch.__version__} sees no CUDA GPU here "
                          f"(use --device cpu or auto)")

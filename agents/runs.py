@@ -43,9 +43,9 @@ class RunState:
 
 
 def settings_dict(settings) -> dict:
-    """A settings dataclass (or dict) as the plain dict JSON gives back (tuples become lists)."""
-    d = dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings)
-    return json.loads(json.dumps(d, default=float))
+    """A settings dataclass (or dict, or one setting's value) as JSON gives it back (tuples become lists)."""
+    plain = dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else settings
+    return json.loads(json.dumps(plain, default=float))
 
 
 def with_defaults(saved: dict, template) -> dict:
@@ -59,8 +59,7 @@ def with_defaults(saved: dict, template) -> dict:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if f.name not in out:
-            out[f.name] = settings_dict(default) if dataclasses.is_dataclass(default) else \
-                json.loads(json.dumps(default, default=float))
+            out[f.name] = settings_dict(default)
         elif dataclasses.is_dataclass(default) and isinstance(out[f.name], dict):
             out[f.name] = with_defaults(out[f.name], default)
     return out

@@ -46,6 +46,9 @@ JUDGES = {
 SOLVED_GOMOKU = 4
 #: Digits a spec's number may have: more cannot be a sensible search and ``int()`` of thousands is slow.
 MAX_DIGITS = 12
+#: The forms that take a number: its default and what it counts (for the error message).
+NUMBERED = {"minimax": (2, "depth"), "alpha-beta": (2, "depth"), "openspiel-mcts": (1000, "simulation count"),
+            **{engine: (1000, "node count") for engine in ENGINES}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,15 +102,9 @@ def _parse(spec) -> tuple[str, str | None, int | None]:
         return kind, kind, None
     if kind == "zoo":  # zoo:NAME[:casual]: entry names are lower case
         return spec.lower(), kind, None
-    if kind in ("minimax", "alpha-beta"):
-        depth = _positive(spec, arg, 2, "depth")
-        return (f"{kind}:{depth}" if colon else kind), kind, depth
-    if kind == "openspiel-mcts":
-        simulations = _positive(spec, arg, 1000, "simulation count")
-        return (f"{kind}:{simulations}" if colon else kind), kind, simulations
-    if kind in ENGINES:
-        nodes = _positive(spec, arg, 1000, "node count")
-        return (f"{kind}:{nodes}" if colon else kind), kind, nodes
+    if kind in NUMBERED:
+        number = _positive(spec, arg, *NUMBERED[kind])
+        return (f"{kind}:{number}" if colon else kind), kind, number
     return spec, None, None
 
 
@@ -138,32 +135,40 @@ def from_spec(spec: str, game: str | Variant, *, seed: int | None = None, allow_
     _, kind, number = _parse(spec)
     if kind == "zoo":  # package data, checked: offered where paths are not
         return _checked(zoo.load_spec(spec), game, spec)
-    if is_board_game(game):
-        return _board_game_agent(spec, kind, number, game, seed, allow_paths)
-    v = get_variant(game)
+    board = is_board_game(game)
+    name = game if board else get_variant(game).name
+    agent = (_board_game_agent if board else _chess_agent)(kind, number, name, seed)
+    if agent is not None:
+        return agent
+    if allow_paths and (os.path.isdir(spec) or os.path.basename(spec) == MANIFEST):
+        return load_for_game(spec, name)
+    forms = ", ".join(BOARD_GAME_FORMS if board else SPEC_FORMS)
+    if kind is not None:  # a form of the other family
+        raise ValueError(f"{kind!r} plays chess variants, not {name}; expected {forms}" if board else
+                         f"{kind!r} plays board games, not the chess variant {name!r}; expected {forms}")
+    paths = " or a saved agent's directory" if allow_paths else ""
+    raise ValueError(f"unknown agent {spec!r}{f' for {name}' if board else ''}: expected {forms}{paths}")
+
+
+def _chess_agent(kind: str | None, number: int | None, variant: str, seed: int | None) -> Agent | None:
+    """The chess variant's built-in agent of form ``kind``; ``None`` for another form."""
     if kind == "random":
         return RandomAgent(seed)
     if kind == "greedy":
         return GreedyAgent(seed)
     if kind == "perfect":
-        if v.name != "3x3":
-            raise ValueError(f"'perfect' plays from the tablebase, which exists for 3x3 only, not {v.name!r}")
-        return PerfectAgent(v.name, seed)
+        if variant != "3x3":
+            raise ValueError(f"'perfect' plays from the tablebase, which exists for 3x3 only, not {variant!r}")
+        return PerfectAgent(variant, seed)
     if kind == "minimax":
         return MinimaxAgent(number, seed)
     if kind in ENGINES:
-        return UCIEngineAgent(v.name, kind, nodes=number)
-    if allow_paths and (os.path.isdir(spec) or os.path.basename(spec) == MANIFEST):
-        return load_for_game(spec, v.name)
-    if kind is not None:  # a board game's form
-        raise ValueError(f"{kind!r} plays board games, not the chess variant {v.name!r}; expected "
-                         f"{', '.join(SPEC_FORMS)}")
-    forms = ", ".join(SPEC_FORMS) + (" or a saved agent's directory" if allow_paths else "")
-    raise ValueError(f"unknown agent {spec!r}: expected {forms}")
+        return UCIEngineAgent(variant, kind, nodes=number)
+    return None
 
 
-def _board_game_agent(spec: str, kind: str | None, number: int | None, name: str, seed: int | None,
-                      allow_paths: bool) -> Agent:
+def _board_game_agent(kind: str | None, number: int | None, name: str, seed: int | None) -> Agent | None:
+    """Board game ``name``'s built-in agent of form ``kind``; ``None`` for another form."""
     cls = board_game(name)
     seed = 0 if seed is None else seed
     judges, kinds = _judges(cls), board_game_kinds(name)
@@ -185,12 +190,7 @@ def _board_game_agent(spec: str, kind: str | None, number: int | None, name: str
         return judges["alpha-beta"](number, seed)
     if kind in ("perfect", "alpha-beta"):
         raise ValueError(f"{name} has no {kind!r} player; it has {', '.join(kinds)}")
-    if allow_paths and (os.path.isdir(spec) or os.path.basename(spec) == MANIFEST):
-        return load_for_game(spec, name)
-    if kind is not None:
-        raise ValueError(f"{kind!r} plays chess variants, not {name}; expected {', '.join(BOARD_GAME_FORMS)}")
-    forms = ", ".join(BOARD_GAME_FORMS) + (" or a saved agent's directory" if allow_paths else "")
-    raise ValueError(f"unknown agent {spec!r} for {name}: expected {forms}")
+    return None
 
 
 def agent_game(agent: Agent, path: str | None = None) -> str | None:

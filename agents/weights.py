@@ -29,8 +29,8 @@ class NetworkAgent(Agent):
         options = {"history": history, "last_move": last_move, "threats": threats}
         if board_game(game):  # a board game without an option shows the plain board
             options = {k: v if k in board_game(game).options else PLAIN[k] for k, v in options.items()}
-        self.game, self.history, self.last_move, self.threats = game, options["history"], options["last_move"], \
-            options["threats"]
+        self.game = game
+        self.history, self.last_move, self.threats = options.values()
         self.probe = new_game(game, **options)  # the start: shapes, observations
         self.encoding = getattr(self.probe, "encoding", None)  # chess variants: the observation encoding
         self.variant = self.probe.position.variant if isinstance(self.probe, ChessGame) else None
