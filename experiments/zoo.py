@@ -86,9 +86,9 @@ ENTRIES = {
                               rated={"simulations": 800}, casual={"simulations": 32},
                               notes="An hour of self-play (the experiment's default: 24 minutes) with alpha-beta "
                                     "depth 2 as sparring partner in half the games, the network seeing the threat "
-                                    "planes; rated at 800 simulations (the run saves 200, its matches' setting): "
-                                    "moving first against depth 2 it won 43 of the rating's 50 opened games and "
-                                    "drew 7 (docs/results/boardgames.md)."),
+                                    "planes; plays with Gumbel AlphaZero's root search (self-play used PUCT's), "
+                                    "rated at 800 simulations (the run saves 200, its matches' setting; "
+                                    "docs/results/boardgames.md)."),
     "chess-supervised": Entry("chess", "Supervised (Stockfish's games, then DAgger)",
                               ("experiments/supervised_chess.py",), agent="pretrain/agent",
                               rated={"simulations": 16}, casual={"simulations": 0},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -158,6 +159,21 @@ def test_trained_run_loads_as_an_agent_and_plays_legally(tmp_path):
     (tmp_path / "agent" / "weights.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="corrupt AlphaZero weights"):
         agents.load(path)
+
+
+def test_saved_agent_searches_with_the_play_time_changes_and_the_run_s_other_settings(tmp_path):
+    state = train(tiny_config(tmp_path, iterations=1), verbose=False)
+    path = write_agent(str(tmp_path), state, simulations=8, root="gumbel", gumbel_considered=4)
+    search = agents.load(path).search
+    run = SearchConfig.from_dict(state["config"]["search"])
+    assert (search.root, search.gumbel_considered, search.simulations) == ("gumbel", 4, 8)
+    assert run.root == "puct"  # the run's own settings stay as they were, but for the changed ones
+    assert dataclasses.replace(search, root=run.root, gumbel_considered=run.gumbel_considered,
+                               simulations=run.simulations) == run
+    with pytest.raises(ValueError, match="is PUCT's"):  # checked as any search settings are
+        AlphaZeroAgent.from_checkpoint(state, 8, root="gumbel", move_choice="lcb")
+    with pytest.raises(TypeError):
+        AlphaZeroAgent.from_checkpoint(state, 8, rooot="gumbel")
 
 
 @pytest.mark.parametrize("overlap", [False, True])

@@ -34,14 +34,13 @@ class AlphaZeroAgent(NetworkAgent):
 
     @classmethod
     def from_checkpoint(cls, state: dict, simulations: int = 64, name: str = "alphazero",
-                        move_choice: str | None = None) -> AlphaZeroAgent:
-        """The run's network and search settings, with ``move_choice`` (:class:`SearchConfig`) where given."""
+                        **play) -> AlphaZeroAgent:
+        """The run's network and search settings, with the :class:`SearchConfig` settings in ``play`` changed
+        (how the agent searches at play time, e.g. ``move_choice="lcb"`` or ``root="gumbel"``)."""
         config = state["config"]
         net = PolicyValueNet(NetConfig(**state["net_config"]))
         net.load_state_dict(state["model"])
-        search_config = SearchConfig.from_dict(config["search"])
-        if move_choice is not None:
-            search_config = dataclasses.replace(search_config, move_choice=move_choice)
+        search_config = dataclasses.replace(SearchConfig.from_dict(config["search"]), **play)
         network = config["network"]
         return cls(net, config["game"], network["history"], network["last_move"], simulations, search_config, name,
                    network.get("threats", False))

@@ -388,10 +388,10 @@ class SelfPlayer:
         close_agents([self.opponent])
 
 
-def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero",
-                move_choice: str | None = None) -> str:
-    """Save the run's network as an agent (``agents.load(run_dir + "/agent")``)."""
-    agent = AlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name, move_choice=move_choice)
+def write_agent(run_dir: str, state: dict, simulations: int, name: str = "alphazero", **play) -> str:
+    """Save the run's network as an agent (``agents.load(run_dir + "/agent")``) searching with ``simulations`` and
+    the run's search settings, those in ``play`` changed (:meth:`AlphaZeroAgent.from_checkpoint`)."""
+    agent = AlphaZeroAgent.from_checkpoint(state, simulations=simulations, name=name, **play)
     path = os.path.join(run_dir, "agent")
     agent.save(path)
     with open(os.path.join(path, "training.json"), "w") as f:
