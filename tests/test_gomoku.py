@@ -341,7 +341,7 @@ def test_tiny_experiment_runs_judge_by_solver_and_play_the_input_study(tmp_path)
     rows = list(csv.DictReader(open(tmp_path / "solved" / "metrics.csv")))
     assert len(rows) == 2 and all(0 <= float(r["score_policy_value_preserving"]) <= 1 for r in rows)
     scores = {(r["player"], r["to move"]): r for r in csv.DictReader(open(tmp_path / "solved" / "scores.csv"))}
-    assert int(scores[("MCTS 8", "all")]["positions"]) == 40
+    assert int(next(r for (p, m), r in scores.items() if p.startswith("MCTS 8") and m == "all")["positions"]) == 40
     matches = list(csv.DictReader(open(tmp_path / "solved" / "matches.csv")))
     assert {(m["opponent"], m["player moves"]) for m in matches} == {
         (o, s) for o in ("alpha-beta depth 2", "OpenSpiel MCTS 20") for s in ("first", "second")}
@@ -350,6 +350,7 @@ def test_tiny_experiment_runs_judge_by_solver_and_play_the_input_study(tmp_path)
     agent = agents.load(str(tmp_path / "solved" / "agent"))
     game = new_game("gomoku4k4", history=2)
     assert agent.history == 2 and agent.act(game.observation(), game.legal_mask(), game) in game.legal_actions()
+    assert agent.search.root == "gumbel"  # the judged search's root (self-play: PUCT's)
 
     run_experiment("--out", str(tmp_path / "study"), "--study")
     matches = list(csv.DictReader(open(tmp_path / "study" / "matches.csv")))
