@@ -130,20 +130,38 @@ def _start(game: str, seed: int, round: str, names: Sequence[str], seats: tuple[
     return board
 
 
+def chess_outcome(position: Position, ply_limit: int) -> tuple[str, str | None]:
+    """``(result, termination)`` by the rules, a draw at ``ply_limit``; ``("*", None)`` while the game goes on."""
+    outcome = position.outcome()
+    if outcome is not None:
+        return outcome.result(), outcome.termination.name.lower().replace("_", " ")
+    if position.ply >= ply_limit:
+        return "1/2-1/2", PLY_LIMIT
+    return "*", None
+
+
+def board_outcome(game) -> tuple[str, str | None]:
+    """``(result, termination)`` of a board game: ``"win"`` or ``"draw"``; ``("*", None)`` while it goes on."""
+    if not game.is_over():
+        return "*", None
+    winner = game.winner()
+    return ("1/2-1/2", "draw") if winner is None else (WIN_RESULTS[winner], "win")
+
+
 def _record(board: _Board, opening_plies: int, pgn: bool, event: str | None) -> GameRecord:
     game, names = board.game, board.names
-    winner = game.winner()
-    result = board.forfeit or ("1/2-1/2" if winner is None else WIN_RESULTS[winner])
-    termination = ILLEGAL_MOVE if board.forfeit else "draw" if winner is None else "win"
+    if board.forfeit:
+        result, termination = board.forfeit, ILLEGAL_MOVE
+    elif isinstance(game, ChessGame):
+        result, termination = chess_outcome(game.position, game.ply_limit)
+    else:
+        result, termination = board_outcome(game)
     start_fen = text = None
     if not isinstance(game, ChessGame):
         final = repr(game)
     else:
         position = game.position
         start_fen, final = position.root_fen, position.fen()
-        if not board.forfeit:
-            outcome = position.outcome()
-            termination = PLY_LIMIT if outcome is None else outcome.termination.name.lower().replace("_", " ")
         if pgn:
             text = game_pgn(position, {
                 "Event": event or f"minichess-envs arena: {game.name}", "Round": board.round, "White": names[0],

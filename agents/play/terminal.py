@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-from agents.arena import PLY_LIMIT, WIN_RESULTS, close_agents
+from agents.arena import board_outcome, chess_outcome, close_agents
 from agents.base import Agent
 from agents.games import SEAT_NAMES, new_game
 from agents.players.uci import EngineNotFoundError
@@ -90,24 +90,6 @@ def move_number(position: Position) -> str:
 def loss(colour: int) -> str:
     """The result when ``colour`` loses."""
     return "0-1" if colour == WHITE else "1-0"
-
-
-def chess_outcome(position: Position, ply_limit: int) -> tuple[str, str | None]:
-    """``(result, termination)`` by the rules, a draw at ``ply_limit``; ``("*", None)`` while the game goes on."""
-    outcome = position.outcome()
-    if outcome is not None:
-        return outcome.result(), outcome.termination.name.lower().replace("_", " ")
-    if position.ply >= ply_limit:
-        return "1/2-1/2", PLY_LIMIT
-    return "*", None
-
-
-def board_outcome(game) -> tuple[str, str | None]:
-    """``(result, termination)`` of a board game: ``"win"`` or ``"draw"``; ``("*", None)`` while it goes on."""
-    if not game.is_over():
-        return "*", None
-    winner = game.winner()
-    return ("1/2-1/2", "draw") if winner is None else (WIN_RESULTS[winner], "win")
 
 
 def chess_pgn(position: Position, headers: dict, names: tuple[str, str], result: str, termination: str | None) -> str:

@@ -28,10 +28,10 @@ with extra_hint("the web app (agents.play.web)", only="starlette", extra="play")
     from starlette.staticfiles import StaticFiles
 
 from agents import zoo
-from agents.arena import WIN_RESULTS, close_agents
+from agents.arena import WIN_RESULTS, board_outcome, chess_outcome, close_agents
 from agents.base import Agent, manifest_game, read_manifest
 from agents.games import BOARD_GAMES, SEAT_NAMES, Game, GridGame, new_game
-from agents.play.terminal import RESIGNATION, board_outcome, chess_outcome, chess_pgn, loss
+from agents.play.terminal import RESIGNATION, chess_pgn, loss
 from agents.players.uci import EngineNotFoundError, find_engine
 from agents.spec import SERVER_LIMITS, from_spec, is_board_game, load_for_game, parse_spec, saved_agents
 from minichess_envs.encoding import ObservationEncoding
