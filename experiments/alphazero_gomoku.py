@@ -52,11 +52,15 @@ class Options:
     board: str = "gomoku"  # gomoku (9x9, five), gomoku4k4 (solved exactly), any gomoku<size>[k<length>]
     history: int = 2  # observation planes: 1 the seed's three, 2 + the last move, 3 + the move before
     study: bool = False  # train history 1, 2 and 3 at equal compute and play them against each other
-    iterations: int = 200  # more than fit: the 24-minute budget ends the default run
-    minutes: float | None = 24.0  # stop training after this long (None: after the iterations; the study: None)
-    eval_simulations: int = 200  # per move of the judged MCTS agent
+    iterations: int = 200  # more than fit: the 21-minute budget ends the default run
+    # stop training after this long (None: after the iterations; the study: None); 21, not 24, leaves the judged
+    # search at 800 simulations inside the run's 30 minutes
+    minutes: float | None = 21.0
+    # per move of the judged MCTS agent: with three default networks 800 won 84, 83 and 90 of 100 opened games moving
+    # first against depth 2, 200 won 70, 77 and 79; 1,600 no more than 800 (docs/results/boardgames.md)
+    eval_simulations: int = 800
     seed: int = 0
-    workers: int = 2  # self-play worker processes, one per core (0: self-play in this process)
+    workers: int = 2  # self-play and match worker processes, one per core (0: all in this process)
     resume: bool = False  # continue an interrupted run
     # fixed here, changed by a preset
     games: Hidden[int] = 96  # self-play games per iteration
@@ -80,9 +84,10 @@ PRESETS = {
                   bot_simulations=20, sample=40, board="gomoku7k4"),
     # pure self-play: the solved board needs no partner, and the study compares the seed's planes under its method
     "small": dict(board="gomoku4k4", out="runs/alphazero_gomoku4k4", iterations=15, minutes=None, games=128,
-                  simulations=32, match_games=20, sparring=None, sparring_fraction=0.0, threats=False),
-    "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, match_games=20,
-                  bot_games=0, sparring=None, sparring_fraction=0.0, threats=False),
+                  simulations=32, eval_simulations=200, match_games=20, sparring=None, sparring_fraction=0.0,
+                  threats=False),
+    "study": dict(study=True, out="runs/alphazero_gomoku_study", iterations=12, minutes=None, eval_simulations=200,
+                  match_games=20, bot_games=0, sparring=None, sparring_fraction=0.0, threats=False),
 }
 # The judged search's root (play time only; self-play keeps PUCT): Gumbel AlphaZero's won 84 and 86 of the same 100
 # opened games moving first against depth 2 with the default's two networks, where PUCT won 74 and 65
@@ -139,7 +144,7 @@ def main(argv=None) -> int:
     def match(a, b, games, label_a, label_b, seats):
         with Progress(games, f"{label_a} vs {label_b}, moving {seats}", unit="game") as bar:
             matches.append(play_match(a, b, args.board, games, seed=args.seed, seats=seats, names=(label_a, label_b),
-                                      opening_plies=args.opening_plies,
+                                      opening_plies=args.opening_plies, workers=max(args.workers, 1),
                                       progress=lambda record, done, total: bar.update(done)))
 
     if args.study:

@@ -478,6 +478,20 @@ def test_a_board_game_match_asks_each_player_once_a_round():
     assert counting.calls == 0
 
 
+def test_workers_share_a_lockstep_match_in_parts():
+    from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe
+
+    solver, options = TicTacToeSolver(solve_tictactoe(), seed=1), dict(opening_plies=1, names=("solver", "random"))
+    one = play_match(solver, RandomAgent(2), "tictactoe", 24, 5, **options)
+    done = []
+    two = play_match(solver, RandomAgent(2), "tictactoe", 24, 5, workers=2,
+                     progress=lambda record, n, total: done.append(n), **options)
+    assert done == list(range(1, 25))
+    # each game as one process plays it: its seats and its seeded opening (one random ply: the game stays drawn)
+    assert [(g.white, g.round, g.moves[0]) for g in two.games] == [(g.white, g.round, g.moves[0]) for g in one.games]
+    assert two.tally("solver").losses == 0 and two.distinct > 12
+
+
 def test_solvers_play_perfectly_in_the_arena():
     from agents.games.tictactoe import TicTacToeSolver, solve_tictactoe
 

@@ -350,8 +350,9 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         the others; ``"first"`` / ``"second"``: ``i`` moves first / second in every game.
     :param lockstep: play each pairing's games at once, each player choosing in all its games in one
         ``act_batch`` call (one batched search) and reset once, unseeded; default: for board games.
-    :param workers: processes to spread the games over (not with ``lockstep``); each gets its own copy of
-        every agent (engines start their own process); a lost one is replaced and its game played again.
+    :param workers: processes to spread the games over (in ``lockstep``, parts of each pairing's games); each
+        gets its own copy of every agent (engines start their own process); a lost one is replaced and its games
+        played again.
     :param progress: called as ``progress(record, done, total)`` after each game.
     :param journal: a :class:`GameJournal` file: its games (the same game, players, seed, round, opening and
         ``game_options``) are read back, not played again, and each game played is added as it ends.
@@ -367,8 +368,6 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
     if seats not in ("alternate", "first", "second"):
         raise ValueError(f"seats must be 'alternate', 'first' or 'second', not {seats!r}")
     lockstep = board_game(game) is not None if lockstep is None else lockstep
-    if lockstep and workers > 1:
-        raise ValueError("lockstep games are played in this process: workers must be 1")
     if pairings is None:
         pairings = [(i, j) for i in range(len(agents)) for j in range(i + 1, len(agents))]
     tasks = []
@@ -397,22 +396,30 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         if keys[task] in held:
             done(task, held[keys[task]])
     todo = [task for task in tasks if keys[task] not in held]
+    # jobs: (the agents' indices, their tasks, lockstep); in lockstep a pairing's two agents are seated as players
+    # 0 and 1, and with workers its games are played in parts of half a worker's share: larger parts batch more
+    # positions in a search, smaller ones show progress sooner
+    jobs, seated = [], {}
     if lockstep:
         for p, (i, j) in enumerate(pairings):
-            mine = {dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j)): t
-                    for t in todo if t.pairing == p}
-            for task, record in _play_games((agents[i], agents[j]), (names[i], names[j]), game, list(mine), True,
-                                            **game_options):
-                done(mine[task], record)
-    elif workers <= 1 or len(todo) <= 1:
-        for task, record in _play_games(agents, names, game, todo, False, **game_options):
-            done(task, record)
+            mine = [t for t in todo if t.pairing == p]
+            played = [dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j)) for t in mine]
+            seated.update(zip(played, mine))
+            size = max(1, len(played) if workers <= 1 else -(-len(played) // (2 * workers)))
+            jobs += [((i, j), played[k:k + size], True) for k in range(0, len(played), size)]
+    else:
+        jobs = [(tuple(range(len(agents))), [task], False) for task in todo]
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            for task, record in _play_job(agents, names, game, job, game_options):
+                done(seated.get(task, task), record)
     else:
         # Each worker gets its own copy of the agents (sent pickled): none shares an engine process with the parent.
-        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(todo))) as pool:
-            pool.submit(None, todo)
-            for _, (task, record) in pool.results():
-                done(task, record)
+        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(jobs))) as pool:
+            pool.submit(None, jobs)
+            for _, played in pool.results():
+                for task, record in played:
+                    done(seated.get(task, task), record)
     return [MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
             for p, (i, j) in enumerate(pairings)]
 
@@ -466,16 +473,23 @@ def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Seque
             active = [k for k in active if not boards[k].finished]
 
 
+def _play_job(agents: Sequence, names: Sequence[str], game: str, job: tuple, game_options: dict):
+    """The games of ``job``, ``(the agents' indices, tasks, lockstep)``, as :func:`_play_games` yields them."""
+    seats, tasks, lockstep = job
+    return _play_games([agents[s] for s in seats], [names[s] for s in seats], game, tasks, lockstep, **game_options)
+
+
 class ArenaPlayer:
-    """An arena worker of :class:`~agents.workers.WorkerPool`: its own copy of the agents, one game per job."""
+    """An arena worker of :class:`~agents.workers.WorkerPool`: its own copy of the agents; a job is one game, or
+    in lockstep part of a pairing's games."""
 
     def __init__(self, settings: tuple):
         self.players, self.names, self.game, self.options = settings
         if "torch" in sys.modules:  # one thread per worker: the workers already use every core
             sys.modules["torch"].set_num_threads(1)
 
-    def play(self, shared, task: _Task) -> tuple[_Task, GameRecord]:
-        return next(_play_games(self.players, self.names, self.game, [task], False, **self.options))
+    def play(self, shared, job: tuple) -> list[tuple[_Task, GameRecord]]:
+        return list(_play_job(self.players, self.names, self.game, job, self.options))
 
     def close(self) -> None:
         close_agents(self.players)
