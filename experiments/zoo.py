@@ -84,11 +84,11 @@ ENTRIES = {
     "gomoku-alphazero": Entry("gomoku", "AlphaZero",
                               ("experiments/alphazero_gomoku.py", "--minutes", "60", "--iterations", "1000"),
                               rated={"simulations": 800}, casual={"simulations": 32},
-                              notes="An hour of self-play (the experiment's default: 24 minutes) with alpha-beta "
+                              notes="An hour of self-play (the experiment's default: 21 minutes) with alpha-beta "
                                     "depth 2 as sparring partner in half the games, the network seeing the threat "
                                     "planes; plays with Gumbel AlphaZero's root search (self-play used PUCT's), "
-                                    "rated at 800 simulations (the run saves 200, its matches' setting; "
-                                    "docs/results/boardgames.md)."),
+                                    "rated at 800 simulations, the search the experiment judges with (this entry's "
+                                    "run saved 200, its setting then; docs/results/boardgames.md)."),
     "chess-supervised": Entry("chess", "Supervised (Stockfish's games, then DAgger)",
                               ("experiments/supervised_chess.py",), agent="pretrain/agent",
                               rated={"simulations": 16}, casual={"simulations": 0},
