@@ -230,7 +230,8 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
                   f"{names[i]} vs {names[j]} done; {n}/{total} games, {time.perf_counter() - t0:.0f} s", flush=True)
 
     try:
-        # board games are played in lockstep (batched) in one process, unless there are workers to spread them over
+        # board games in lockstep (batched) in one process; spread over workers, one by one, each game's players
+        # reset with its seed, so that any number of workers plays the same games
         matches = run_tournament(players, variant, games, seed, workers=workers, progress=progress, illegal="forfeit",
                                  opening_plies=opening_plies, lockstep=None if workers == 1 else False)
     finally:
