@@ -396,30 +396,27 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         if keys[task] in held:
             done(task, held[keys[task]])
     todo = [task for task in tasks if keys[task] not in held]
-    # jobs: (the agents' indices, their tasks, lockstep); in lockstep a pairing's two agents are seated as players
-    # 0 and 1, and with workers its games are played in parts of half a worker's share: larger parts batch more
-    # positions in a search, smaller ones show progress sooner
-    jobs, seated = [], {}
+    # jobs: (the agents' indices, their tasks, lockstep); with workers a lockstep pairing's games are played in parts
+    # of half a worker's share: larger parts batch more positions in a search, smaller ones show progress sooner
+    jobs = []
     if lockstep:
-        for p, (i, j) in enumerate(pairings):
+        for p, pairing in enumerate(pairings):
             mine = [t for t in todo if t.pairing == p]
-            played = [dataclasses.replace(t, white=int(t.white == j), black=int(t.black == j)) for t in mine]
-            seated.update(zip(played, mine))
-            size = max(1, len(played) if workers <= 1 else -(-len(played) // (2 * workers)))
-            jobs += [((i, j), played[k:k + size], True) for k in range(0, len(played), size)]
+            size = max(1, len(mine) if workers <= 1 else -(-len(mine) // (2 * workers)))
+            jobs += [(pairing, mine[k:k + size], True) for k in range(0, len(mine), size)]
     else:
         jobs = [(tuple(range(len(agents))), [task], False) for task in todo]
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             for task, record in _play_job(agents, names, game, job, game_options):
-                done(seated.get(task, task), record)
+                done(task, record)
     else:
         # Each worker gets its own copy of the agents (sent pickled): none shares an engine process with the parent.
         with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(jobs))) as pool:
             pool.submit(None, jobs)
             for _, played in pool.results():
                 for task, record in played:
-                    done(seated.get(task, task), record)
+                    done(task, record)
     return [MatchResult(names[i], names[j], [records[p, k] for k in range(games)], seats)
             for p, (i, j) in enumerate(pairings)]
 
@@ -474,9 +471,13 @@ def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Seque
 
 
 def _play_job(agents: Sequence, names: Sequence[str], game: str, job: tuple, game_options: dict):
-    """The games of ``job``, ``(the agents' indices, tasks, lockstep)``, as :func:`_play_games` yields them."""
+    """The games of ``job``, ``(the agents' indices, tasks, lockstep)``, those agents seated as its players (in
+    lockstep a pairing's two); yields ``(task, record)`` as :func:`_play_games` does."""
     seats, tasks, lockstep = job
-    return _play_games([agents[s] for s in seats], [names[s] for s in seats], game, tasks, lockstep, **game_options)
+    seated = {dataclasses.replace(t, white=seats.index(t.white), black=seats.index(t.black)): t for t in tasks}
+    for task, record in _play_games([agents[s] for s in seats], [names[s] for s in seats], game, list(seated),
+                                    lockstep, **game_options):
+        yield seated[task], record
 
 
 class ArenaPlayer:
