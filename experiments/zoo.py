@@ -29,7 +29,7 @@ from agents.runs import (  # first: the OpenMP setting, before torch
 import torch
 
 from agents import zoo
-from agents.arena import play_match, rating_results
+from agents.arena import batches, play_match, rating_results
 from agents.arena.evaluation import score_moves
 from agents.arena.ratings import wilson_interval
 from agents.players.random_agent import RandomAgent
@@ -153,9 +153,10 @@ def match(done: Finished, label: str, agent, opponent, game: str, games: int, se
     random plies, with its interval."""
     how = f"moving {seats}" + (f", after {opening_plies} random plies" if opening_plies else "")
 
-    def measure():
-        t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name),
-                       workers=workers, opening_plies=opening_plies, journal=done.journal).tally()
+    def measure():  # in lockstep if the agent batches: its searches of many games in one network call
+        t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name), workers=workers,
+                       opening_plies=opening_plies, lockstep=True if batches(agent) else None,
+                       journal=done.journal).tally()
         return dict(player=label, measure=f"score against {opponent.name}, {how}", score=t.score,
                     low=t.interval[0], high=t.interval[1], count=t.games, unit="games")
 
@@ -330,11 +331,10 @@ def train_entry(name: str, entry: Entry, args: Options) -> tuple[str, float | No
     return os.path.join(out, entry.agent), None if args.resume else round((time.perf_counter() - start) / 60, 1)
 
 
-def with_settings(agent_dir: str, settings: dict) -> str:
-    """The saved agent at ``agent_dir`` loaded with ``settings`` and saved again beside it, as ``rated_agent/``."""
+def with_settings(agent_dir: str, settings: dict, out: str) -> str:
+    """The saved agent at ``agent_dir`` loaded with ``settings`` and saved again at ``out``."""
     from agents.base import agent_class, read_manifest
 
-    out = os.path.join(os.path.dirname(os.path.normpath(agent_dir)), "rated_agent")
     agent_class(read_manifest(agent_dir)["class"]).load(agent_dir, **settings).save(out)
     return out
 
@@ -366,10 +366,14 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)  # rated as played: one core
     if args.rate_only:
         card = zoo.card(name)
+        if entry.rated:  # the entry's rated settings, also where they changed after it was installed
+            zoo.install(name, with_settings(zoo.entry_dir(name), entry.rated,
+                                            os.path.join("runs", "zoo", f"{name}-rated_agent")), card)
     else:
         agent_dir, command_minutes = train_entry(name, entry, args)
         if entry.rated:
-            agent_dir = with_settings(agent_dir, entry.rated)
+            agent_dir = with_settings(agent_dir, entry.rated,
+                                      os.path.join(os.path.dirname(os.path.normpath(agent_dir)), "rated_agent"))
         started = machine()
         training = {"minutes": training_minutes(agent_dir), "machine": f"{started['cpu']}, {started['cores']} cores"
                     + (f", {started['gpu']}" if started["gpu"] else ""),

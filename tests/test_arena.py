@@ -11,6 +11,7 @@ import io
 import math
 import multiprocessing
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from agents import GreedyAgent, MinimaxAgent, RandomAgent
 from agents.arena import (
     ILLEGAL_MOVE,
+    LOCKSTEP_GAMES,
     PLY_LIMIT,
     MatchResult,
     all_games,
@@ -460,22 +462,71 @@ def test_a_board_game_match_asks_each_player_once_a_round():
     from agents.games import TicTacToe
 
     class Counting(RandomAgent):
-        name, calls = "counting", 0
+        name = "counting"
+
+        def __init__(self, seed):
+            super().__init__(seed)
+            self.batches = []
 
         def act_batch(self, observations, action_masks, positions=None):
             assert all(isinstance(p, TicTacToe) for p in positions)  # the games themselves (copies)
-            self.calls += 1
+            self.batches.append(len(positions))
             return super().act_batch(observations, action_masks, positions)
 
     counting = Counting(1)
     done = []
-    match = play_match(counting, RandomAgent(2), "tictactoe", 40, seats="first",
+    match = play_match(counting, RandomAgent(2), "tictactoe", LOCKSTEP_GAMES, seats="first",
                        progress=lambda record, n, total: done.append((n, total)))
-    assert match.tally().games == 40 and done == [(n, 40) for n in range(1, 41)]
-    assert counting.calls <= 5  # X moves at most 5 times: one batched call for all 40 games each time
-    counting.calls = 0
+    games = match.games
+    assert len(games) == LOCKSTEP_GAMES and done == [(n, LOCKSTEP_GAMES) for n in range(1, LOCKSTEP_GAMES + 1)]
+    # X moves at most 5 times: one batched call for all the games each time
+    assert len(counting.batches) <= 5 and sum(counting.batches) == sum((g.plies + 1) // 2 for g in games)
+    counting.batches = []
+    games = play_match(counting, RandomAgent(2), "tictactoe", LOCKSTEP_GAMES + 8, seats="first").games
+    # more games than are played at once: a finished game's place is taken by the next
+    assert counting.batches[0] == LOCKSTEP_GAMES and max(counting.batches) == LOCKSTEP_GAMES
+    assert sum(counting.batches) == sum((g.plies + 1) // 2 for g in games) and len(counting.batches) < 10
+    counting.batches = []
     play_match(counting, RandomAgent(2), "tictactoe", 4, lockstep=False)  # one by one: act, never act_batch
-    assert counting.calls == 0
+    assert counting.batches == []
+
+
+def test_in_lockstep_a_player_that_does_not_batch_plays_its_games_as_one_by_one():
+    # seeded random players: each game gets its own copy, reset with the game's seed
+    for game in ("connect_four", "gardner"):
+        options = dict(games=LOCKSTEP_GAMES + 6, seed=3, names=("one", "two"))
+        one_by_one = play_match(RandomAgent(1), RandomAgent(2), game, lockstep=False, **options)
+        lockstep = play_match(RandomAgent(1), RandomAgent(2), game, lockstep=True, **options)
+        assert [g.moves for g in lockstep.games] == [g.moves for g in one_by_one.games]
+        assert lockstep.distinct > LOCKSTEP_GAMES
+
+
+@pytest.mark.skipif(not shutil.which("fairy-stockfish") and not os.path.exists("/usr/games/fairy-stockfish"),
+                    reason="fairy-stockfish not installed (apt install fairy-stockfish)")
+def test_in_lockstep_each_game_has_an_engine_of_its_own():
+    from agents import UCIEngineAgent
+    from agents.arena.ladder import Ladder
+
+    class FirstLegal(RandomAgent):  # batches, and chooses deterministically
+        name = "first legal"
+
+        def act(self, observation, action_mask, position=None):
+            return int(np.flatnonzero(action_mask)[0])
+
+        def act_batch(self, observations, action_masks, positions=None):
+            return np.array([self.act(None, m) for m in action_masks])
+
+    openings = [o.fen for o in Ladder.load("gardner").openings[:3]]
+    results = []
+    for lockstep in (False, True):
+        engine = UCIEngineAgent("gardner", nodes=50)
+        try:
+            results.append(play_match(FirstLegal(0), engine, "gardner", 6, openings=openings, lockstep=lockstep))
+        finally:
+            engine.close()
+    # one by one the engine clears its hash for each game; in lockstep each game's copy starts its own process
+    assert [g.pgn for g in results[1].games] == [g.pgn for g in results[0].games]
+    assert results[0].tally().losses == 6
 
 
 def test_workers_share_a_lockstep_match_in_parts():

@@ -168,7 +168,7 @@ def test_an_entry_rated_at_another_setting_keeps_its_network(tmp_path, torch):
     from experiments import zoo as script
 
     shutil.copytree(zoo.entry_dir("connect4-alphazero"), tmp_path / "agent")
-    rated = script.with_settings(str(tmp_path / "agent"), {"simulations": 16})
+    rated = script.with_settings(str(tmp_path / "agent"), {"simulations": 16}, str(tmp_path / "rated"))
     before, after = agents.load(str(tmp_path / "agent")), agents.load(rated)
     assert after.simulations == 16 != before.simulations and after.game == before.game
     weights = zip(before.net.state_dict().items(), after.net.state_dict().items())

@@ -106,27 +106,40 @@ class UniformEvaluator:
 
 
 class NetworkEvaluator:
-    """Priors and values from a :class:`~agents.alphazero.network.PolicyValueNet`, cached (the legal moves'
-    priors, emptied at ``cache_size`` entries); call :meth:`clear` whenever the weights change."""
+    """Priors and values from a :class:`~agents.alphazero.network.PolicyValueNet`, cached by position key (the legal
+    moves' priors) in two generations of up to ``cache_size`` entries each: a full one becomes the old one, whose hits
+    move to the new, so that the positions of the last moves stay; call :meth:`clear` whenever the weights change."""
 
     def __init__(self, net, cache_size: int = 200_000, mixed_precision: bool = True):
         self.net = net
         self.mixed_precision = mixed_precision  # bf16 autocast where it pays (agents.devices.autocast)
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
+        self.old: dict[int, tuple[np.ndarray, float]] = {}
         self.cache_size = cache_size
 
     def clear(self) -> None:
         self.cache.clear()
+        self.old.clear()
 
     def __getstate__(self) -> dict:
-        return dict(self.__dict__, cache={})  # a copy starts with an empty cache: no need to ship it
+        return dict(self.__dict__, cache={}, old={})  # a copy starts with an empty cache: no need to ship it
+
+    def _store(self, key: int, entry: tuple[np.ndarray, float]) -> None:
+        if len(self.cache) >= self.cache_size:
+            self.old, self.cache = self.cache, {}
+        self.cache[key] = entry
 
     def __call__(self, observations: np.ndarray, masks: np.ndarray, keys: np.ndarray):
         n, A = masks.shape
         priors, values = np.zeros((n, A), np.float32), np.zeros(n, np.float32)
         missing = []
         for j in range(n):
-            hit = self.cache.get(int(keys[j]))
+            key = int(keys[j])
+            hit = self.cache.get(key)
+            if hit is None:
+                hit = self.old.pop(key, None)
+                if hit is not None:
+                    self._store(key, hit)
             if hit is None:
                 missing.append(j)
             else:
@@ -135,10 +148,8 @@ class NetworkEvaluator:
         if missing:
             p, v = self.evaluate(observations[missing], masks[missing])
             priors[missing], values[missing] = p, v
-            if len(self.cache) + len(missing) > self.cache_size:
-                self.cache.clear()
             for j in missing:
-                self.cache[int(keys[j])] = (priors[j, np.flatnonzero(masks[j])], float(values[j]))
+                self._store(int(keys[j]), (priors[j, np.flatnonzero(masks[j])], float(values[j])))
         return priors, values
 
     def evaluate(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,13 +6,15 @@
 Players are agents or functions ``position -> move`` (:mod:`minichess_envs.players`); the first to move is recorded
 as ``white``. A chess game stopped at the ply limit is a draw (``"ply limit"``); with ``illegal="forfeit"`` an
 illegal move loses the game (``"illegal move"``) instead of raising. Game ``i`` of a match seeded ``s`` has seed
-``game_seed(s, i)``, which draws its random opening plies and, unless played in ``lockstep`` (see
-:func:`run_tournament`), its agents' seeds: results do not depend on the number of worker processes.
+``game_seed(s, i)``, which draws its random opening plies and its agents' seeds (in ``lockstep``, see
+:func:`run_tournament`, those of the agents that do not batch): results do not depend on the number of worker
+processes, but for a batching agent that draws its moves at random.
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import json
 import os
@@ -22,6 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from agents.base import Agent
 from agents.games import SEAT_NAMES, ChessGame, Game, board_game, new_game
 from agents.arena.ratings import wilson_interval
 from agents.workers import WorkerPool
@@ -34,6 +37,8 @@ from minichess_envs.variants import get_variant
 WIN_RESULTS = ("1-0", "0-1")  # by the winner: the first player (White) or the second
 PLY_LIMIT = "ply limit"
 ILLEGAL_MOVE = "illegal move"
+#: Games a lockstep part plays at once: enough positions for an efficient network call, few engine processes.
+LOCKSTEP_GAMES = 32
 
 
 def game_seed(*entropy: int) -> int:
@@ -348,8 +353,9 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
         opening ``m`` (cycling), one with each color, so an unbalanced opening favours nobody.
     :param seats: ``"alternate"``: ``i`` moves first in the even-numbered games of a pairing, ``j`` in
         the others; ``"first"`` / ``"second"``: ``i`` moves first / second in every game.
-    :param lockstep: play each pairing's games at once, each player choosing in all its games in one
-        ``act_batch`` call (one batched search) and reset once, unseeded; default: for board games.
+    :param lockstep: play a pairing's games together, up to :data:`LOCKSTEP_GAMES` at once: a player that
+        :func:`batches` chooses in all of them in one ``act_batch`` call (one batched search) and is reset once,
+        unseeded; any other plays each game with its own copy, as one by one; default: for board games.
     :param workers: processes to spread the games over (in ``lockstep``, parts of each pairing's games); each
         gets its own copy of every agent (engines start their own process); a lost one is replaced and its games
         played again.
@@ -430,44 +436,61 @@ def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: i
                           workers=workers, progress=progress, journal=journal, **game_options)[0]
 
 
+def batches(player) -> bool:
+    """Does ``player`` choose in many games at once: an ``act_batch`` of its own, not :class:`~agents.base.Agent`'s
+    loop over ``act``?"""
+    method = getattr(type(player), "act_batch", None)
+    return method is not None and method is not Agent.act_batch
+
+
 def _play_games(players: Sequence, names: Sequence[str], game: str, tasks: Sequence[_Task], lockstep: bool, *,
                 opening_plies: int = 0, illegal: str = "raise", pgn: bool = True, event: str | None = None,
                 start_fen: str | None = None, ply_limit: int | None = None,
                 encoding: ObservationEncoding | None = None):
-    """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends:
-    in ``lockstep`` (see :func:`run_tournament`) each player chooses in all its games of a round in one
-    :func:`player_choices` call; else one game after another, each player reset with a seed of the game's."""
+    """The games of ``tasks``, ``players[task.white]`` moving first in each; yields ``(task, record)`` as each ends.
+
+    One by one, each game's players are reset with seeds of the game's. In ``lockstep`` (see :func:`run_tournament`)
+    up to :data:`LOCKSTEP_GAMES` games are played at once, a finished game's place taken by the next task: a player
+    that :func:`batches` chooses in all its games of a round in one :func:`player_choices` call and is reset once,
+    unseeded; any other plays each game with a copy of its own (an engine: its own process), reset as one by one,
+    so that its games are those it plays one by one."""
     if illegal not in ("raise", "forfeit"):
         raise ValueError(f"illegal must be 'raise' or 'forfeit', not {illegal!r}")
-    for group in [tasks] if lockstep else [[task] for task in tasks]:
-        boards = [_start(game, t.seed, t.round, (names[t.white], names[t.black]), (t.white, t.black),
-                         t.start_fen or start_fen, ply_limit, opening_plies, encoding) for t in group]
-        if lockstep:
-            for player in players:
-                if hasattr(player, "reset"):
-                    player.reset()
-        else:
-            for color, who in enumerate((group[0].white, group[0].black)):
-                if hasattr(players[who], "reset"):
-                    players[who].reset(game_seed(group[0].seed, color))
-        observation = getattr(boards[0].game, "encoding", None) if boards else None  # chess's; None: the game's
-        active = list(range(len(boards)))
-        while active:
-            for who, player in enumerate(players):
-                todo = [boards[k] for k in active if boards[k].mover == who]
-                if not todo:
-                    continue
-                if lockstep:
-                    choices, masks = player_choices(player, [b.game.view() for b in todo], observation, name=names[who])
-                else:
-                    masks = [b.game.legal_mask() for b in todo]
-                    choices = [player_choice(player, b.game.view(), observation, mask) for b, mask in zip(todo, masks)]
-                for board, choice, mask in zip(todo, choices, masks):
-                    board.play(choice, mask, illegal)
-            for k in active:
-                if boards[k].finished:
-                    yield group[k], _record(boards[k], opening_plies, pgn, event)
-            active = [k for k in active if not boards[k].finished]
+    shared = [lockstep and batches(player) for player in players]
+    for player, one_for_all in zip(players, shared):
+        if one_for_all and hasattr(player, "reset"):
+            player.reset()
+    pending = collections.deque(tasks)
+    active: list[tuple[_Task, _Board, dict]] = []  # each game's players by index, copies where not shared
+    while pending or active:
+        while pending and len(active) < (LOCKSTEP_GAMES if lockstep else 1):
+            t = pending.popleft()
+            seated = {}
+            for color, who in enumerate((t.white, t.black)):
+                seated[who] = players[who] if shared[who] or not lockstep else copy.copy(players[who])
+                if not shared[who] and hasattr(seated[who], "reset"):
+                    seated[who].reset(game_seed(t.seed, color))
+            active.append((t, _start(game, t.seed, t.round, (names[t.white], names[t.black]), (t.white, t.black),
+                                     t.start_fen or start_fen, ply_limit, opening_plies, encoding), seated))
+        for who, player in enumerate(players):
+            todo = [(board, seated[who]) for _, board, seated in active if board.mover == who]
+            if not todo:
+                continue
+            observation = getattr(todo[0][0].game, "encoding", None)  # chess's; None: the game's own
+            if shared[who]:
+                choices, masks = player_choices(player, [b.game.view() for b, _ in todo], observation,
+                                                name=names[who])
+            else:
+                masks = [b.game.legal_mask() for b, _ in todo]
+                choices = [player_choice(p, b.game.view(), observation, mask) for (b, p), mask in zip(todo, masks)]
+            for (board, _), choice, mask in zip(todo, choices, masks):
+                board.play(choice, mask, illegal)
+        for t, board, seated in active:
+            if board.finished:
+                if lockstep:  # the game's own copies
+                    close_agents(p for who, p in seated.items() if not shared[who])
+                yield t, _record(board, opening_plies, pgn, event)
+        active = [entry for entry in active if not entry[1].finished]
 
 
 def _play_job(agents: Sequence, names: Sequence[str], game: str, job: tuple, game_options: dict):

@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from agents.arena import MatchResult, Tally, all_games, close_agents, rating_results, run_tournament
+from agents.arena import MatchResult, Tally, all_games, batches, close_agents, rating_results, run_tournament
 from agents.arena.ratings import Rating, elo_mle
 from agents.players.uci import EngineNotFoundError, UCIEngineAgent, find_engine
 from agents.reports import markdown_table
@@ -152,7 +152,8 @@ def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Lad
                 openings: int | None = None, workers: int | None = None, progress: Callable | None = None,
                 journal: str | None = None) -> LadderResult:
     """Play ``agent`` against every level from the first ``openings`` published openings (default: all),
-    both colors each; ``journal``: a game journal to go on from (:func:`~agents.arena.run_tournament`)."""
+    both colors each, in lockstep if the agent batches (each game's engine its own process, as the levels were
+    calibrated); ``journal``: a game journal to go on from (:func:`~agents.arena.run_tournament`)."""
     ladder = ladder or Ladder.load(variant)
     chosen = ladder.openings[:openings] if openings else ladder.openings
     engines = engine_levels(variant, levels)
@@ -165,7 +166,7 @@ def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Lad
         matches = run_tournament([agent, *engines], variant, 2 * len(chosen), seed=0,
                                  openings=[o.fen for o in chosen], pairings=[(0, i + 1) for i in range(len(engines))],
                                  workers=workers or os.cpu_count() or 1, progress=progress, illegal="forfeit",
-                                 journal=journal)
+                                 lockstep=batches(agent), journal=journal)
     finally:
         close_agents(engines)
     fixed = {e.name: ladder.levels[e.name] for e in engines}
