@@ -74,10 +74,10 @@ ENTRIES = {
     "checkers-alphazero": Entry("checkers", "AlphaZero", ("experiments/alphazero_checkers.py",),
                                 casual={"simulations": 16}),
     "gardner-alphazero": Entry("gardner", "AlphaZero", ("experiments/alphazero_gardner.py", "--preset", "2h"),
-                               rated={"simulations": 4096}, casual={"simulations": 32},
+                               rated={"simulations": 8192}, casual={"simulations": 32},
                                notes="Pretrained on Fairy-Stockfish games, then two hours of self-play with a "
                                      "6-block, 64-channel network; plays the move with the best lower confidence "
-                                     "bound after 4,096 simulations (the run saves 1,024; "
+                                     "bound after 8,192 simulations (the run saves 1,024; "
                                      "docs/results/alphazero-gardner.md)."),
     "losalamos-alphazero": Entry("losalamos", "AlphaZero", ("experiments/alphazero_gardner.py", "--preset",
                                                          "losalamos"), casual={"simulations": 32}),
@@ -364,8 +364,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"error: --entry must be one of {', '.join(ENTRIES)}, not {args.entry!r}")
     name, entry = args.entry, ENTRIES[args.entry]
     torch.set_num_threads(1)  # rated as played: one core
-    if args.rate_only:
-        card = zoo.card(name)
+    if args.rate_only:  # the card's training as installed, the entry's recorded settings and notes
+        card = dataclasses.replace(zoo.card(name), casual=entry.casual, notes=entry.notes)
         if entry.rated:  # the entry's rated settings, also where they changed after it was installed
             zoo.install(name, with_settings(zoo.entry_dir(name), entry.rated,
                                             os.path.join("runs", "zoo", f"{name}-rated_agent")), card)
