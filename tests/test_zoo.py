@@ -70,7 +70,7 @@ def scratch_zoo(tmp_path, monkeypatch):
     """A zoo of one shipped entry copied to ``tmp_path`` (so that it can be damaged)."""
     name = SHIPPED[0]
     shutil.copytree(zoo.entry_dir(name), tmp_path / name)
-    monkeypatch.setattr(zoo, "ENTRIES", str(tmp_path))
+    monkeypatch.setattr(zoo, "ENTRIES_DIR", str(tmp_path))
     return name, tmp_path / name
 
 
@@ -115,7 +115,7 @@ def test_an_entry_of_another_game_is_refused_by_spec(torch):
 def test_install_writes_checksums_and_the_card(tmp_path, monkeypatch, torch):
     name = SHIPPED[0]
     source, card = zoo.entry_dir(name), dataclasses.replace(zoo.card(name), name="copy", notes="a copy")
-    monkeypatch.setattr(zoo, "ENTRIES", str(tmp_path / "entries"))
+    monkeypatch.setattr(zoo, "ENTRIES_DIR", str(tmp_path / "entries"))
     zoo.install("copy", source, card)
     assert zoo.names() == ["copy"] and zoo.card("copy").notes == "a copy"
     assert zoo.load("copy").name == "zoo:copy"

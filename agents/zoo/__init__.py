@@ -26,7 +26,7 @@ from agents.base import MANIFEST, Agent, agent_class, load as load_saved, read_m
 from minichess_envs.checksums import read_checksums, verify_checksum, write_checksums
 
 #: Where the entries are: one directory each, named as the entry.
-ENTRIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "entries")
+ENTRIES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "entries")
 CARD = "card.json"
 #: An agent spec naming a zoo entry: ``zoo:NAME``, or ``zoo:NAME:casual`` for its faster setting.
 PREFIX = "zoo:"
@@ -79,9 +79,9 @@ class Card:
 
 def names() -> list[str]:
     """The entries' names, sorted."""
-    if not os.path.isdir(ENTRIES):
+    if not os.path.isdir(ENTRIES_DIR):
         return []
-    return sorted(n for n in os.listdir(ENTRIES) if os.path.isfile(os.path.join(ENTRIES, n, CARD)))
+    return sorted(n for n in os.listdir(ENTRIES_DIR) if os.path.isfile(os.path.join(ENTRIES_DIR, n, CARD)))
 
 
 def entry_dir(name: str) -> str:
@@ -89,7 +89,7 @@ def entry_dir(name: str) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name not in names():
         shown = name if isinstance(name, str) and len(name) <= 80 else f"{str(name)[:80]}..."
         raise ValueError(f"no zoo entry {shown!r}; the zoo has {', '.join(names()) or 'no entries'}")
-    return os.path.join(ENTRIES, name)
+    return os.path.join(ENTRIES_DIR, name)
 
 
 def card(name: str) -> Card:
@@ -213,7 +213,7 @@ def install(name: str, agent_path: str, entry: Card) -> str:
     entry), checksums recorded; returns the entry's directory."""
     if not _NAME.fullmatch(name) or entry.name != name:
         raise ValueError(f"a zoo entry's name is lower-case letters, digits and hyphens, and its card's: {name!r}")
-    directory = os.path.join(ENTRIES, name)
+    directory = os.path.join(ENTRIES_DIR, name)
     tmp = directory + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
