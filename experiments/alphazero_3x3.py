@@ -3,6 +3,7 @@
     python experiments/alphazero_3x3.py                       # about 8 minutes on 2 CPU cores
     python experiments/alphazero_3x3.py --resume              # continue an interrupted run
     python experiments/alphazero_3x3.py --workers 2           # self-play in two worker processes
+    python experiments/alphazero_3x3.py --workers 8 --ray-address HEAD:6379   # on a Ray cluster (docs/scale.md)
     python experiments/alphazero_3x3.py --preset zoo --workers 2   # the zoo's entry: fastest mates, 120 iterations
     python -m experiments.alphazero_3x3 --iterations 2        # the same, as a module (from the repository root)
 
@@ -32,6 +33,7 @@ from agents.alphazero.diagnostics import TablebaseEvaluation
 from agents.alphazero.search import SearchConfig
 from agents.alphazero.train import Config, start_game, train, with_changes, write_agent
 from agents.reports import line_plot, markdown_table, write_alphazero_report
+from agents.workers import ClusterError
 from minichess_envs.positions import START_POSITIONS
 from minichess_envs.tablebase import Tablebase, score_agent
 
@@ -47,6 +49,7 @@ class Options:
     eval_sample: int = 1000  # positions searched each iteration (the raw policy is scored on all)
     seed: int = 0
     workers: int = 0  # self-play worker processes, one per core (0: self-play in this process)
+    ray_address: str | None = None  # run the workers as Ray actors on this cluster ("local": a new local one)
     resume: bool = False  # continue an interrupted run
     fastest_mates: tyro.conf.Suppress[bool] = False  # set by the "zoo" preset (see settings)
 
@@ -71,7 +74,7 @@ def settings(args: Options) -> Config:
         search=SearchConfig(simulations=args.simulations, leaves_per_tree=4, c_puct=1.5,
                             discount=0.9 if args.fastest_mates else 0.99),
         blocks=3, channels=64, sample_reuse=4.0, batch_size=256, learning_rate=2e-3, weight_decay=1e-4, threads=2,
-        workers=args.workers, **(FASTEST_MATES if args.fastest_mates else {}))
+        workers=args.workers, ray_address=args.ray_address, **(FASTEST_MATES if args.fastest_mates else {}))
 
 
 def main(argv=None) -> int:
@@ -195,4 +198,7 @@ skipped the mate in 1 of its Black probe. Plots: `rates.png`, `probe_values.png`
 if __name__ == "__main__":
     torch.set_num_threads(2)
     np.set_printoptions(precision=3)
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClusterError as exc:  # the Ray cluster's problem, named without a traceback; the checkpoint stands
+        sys.exit(f"error: {exc}")

@@ -35,6 +35,7 @@ from agents.games.checkers import CheckersAlphaBeta
 from agents.players.openspiel_mcts import OpenSpielMCTS
 from agents.players.random_agent import RandomAgent
 from agents.reports import Stages, line_plot, losses_plot, match_table, selfplay_text, write_alphazero_report
+from agents.workers import ClusterError
 from minichess_envs.players import choose_actions
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
@@ -200,4 +201,7 @@ config.scale.overlap)}); the learning curve's games {sum(m.get("eval_s", 0) for 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClusterError as exc:  # the Ray cluster's problem, named without a traceback; the checkpoint stands
+        sys.exit(f"error: {exc}")

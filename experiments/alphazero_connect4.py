@@ -36,6 +36,7 @@ from agents.games.connect_four import ConnectFourAlphaBeta, ConnectFourSolver, j
 from agents.players.random_agent import RandomAgent
 from agents.reports import line_plot, losses_plot, match_table, move_score_rows, move_score_table, \
     selfplay_text, write_alphazero_report
+from agents.workers import ClusterError
 from minichess_envs.players import choose_actions
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
@@ -202,4 +203,7 @@ Plots: `rates.png`, `losses.png`; per iteration: `metrics.csv`; final scores: `s
 
 if __name__ == "__main__":
     torch.set_num_threads(2)
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClusterError as exc:  # the Ray cluster's problem, named without a traceback; the checkpoint stands
+        sys.exit(f"error: {exc}")

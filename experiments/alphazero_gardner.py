@@ -47,6 +47,7 @@ from agents.reports import baseline_table, curves_plot, line_plot, losses_plot, 
     settings_text
 from agents.supervised import SupervisedSettings, train_supervised
 from agents.supervised.engine_games import GenerationSettings, generate_games
+from agents.workers import ClusterError
 from minichess_envs.variants import get_variant
 
 Hidden = tyro.conf.Suppress  # not a flag: fixed here, changed by a preset
@@ -303,4 +304,7 @@ The trained agent: `agents.load("{agent_path}")`.
 
 if __name__ == "__main__":
     torch.set_num_threads(2)
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClusterError as exc:  # the Ray cluster's problem, named without a traceback; the checkpoint stands
+        sys.exit(f"error: {exc}")

@@ -7,6 +7,8 @@
     python experiments/ppo_gardner.py --rules checkmate --steps 400000 --minutes 10
     python experiments/ppo_gardner.py --preset alpha-mini      # the Alpha-Mini procedure (Alpha-Mini's figure 3)
     python experiments/ppo_gardner.py --preset sweep           # gamma x lambda grid of Alpha-Mini's table 1 (Ray Tune)
+    python experiments/ppo_gardner.py --preset sweep --ray-address HEAD:6379   # its trials on a Ray cluster
+    python experiments/ppo_gardner.py --backend rllib --env-runners 8 --ray-address HEAD:6379   # RLlib's runners there
     python -m experiments.ppo_gardner --preset quick           # a smoke test, as a module from the repository root
 
 The built-in backend needs only torch (``".[agents]"``); ``--backend rllib`` needs ``".[rllib]"``,
@@ -32,7 +34,8 @@ Three experiments (``--experiment``):
   8 steps of 40,000 env steps per color (``--steps``), opponents playing a random move half the time,
   half of ``--games`` against random after each step. Writes selfplay/.
 * ``sweep``: Alpha-Mini's gamma x lambda table with Ray Tune (``agents.ppo.rllib_train.run_sweep``), 60,000
-  env steps per point (``--steps``), two trials at a time. Writes sweep/.
+  env steps per point (``--steps``), one trial per CPU of the Ray cluster (on one machine: its cores); with
+  ``--ray-address`` on that cluster, ``--out`` on storage every node shares. Writes sweep/.
 
 Writes under ``--out``: one directory per policy (``<backend>_<rules>_<color>/``: checkpoint/, agent/,
 metrics.csv, tensorboard/), report.md, results.csv, matches.csv, baselines.csv, win_rate_vs_steps.png,
@@ -54,6 +57,7 @@ from agents.arena.evaluation import baselines, versus_random
 from agents.ppo.common import PPOSettings, learning_curve, train
 from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini, run_sweep
 from agents.reports import baseline_table, curves_plot, markdown_table
+from agents.workers import ClusterError, cluster_cpus, connect_ray
 
 
 @dataclasses.dataclass
@@ -71,6 +75,8 @@ class Options:
     seed: int = 0
     out: str = "runs/ppo_gardner"  # the run directory
     resume: bool = False  # continue the runs found under --out
+    env_runners: int = 0  # RLlib: sampling actors (0: sample in this process)
+    ray_address: str | None = None  # RLlib's env runners and the sweep's trials on this Ray cluster (docs/scale.md)
 
 
 PRESETS = {
@@ -101,7 +107,7 @@ ALPHA_MINI_TABLE = {(0.1, 1.0): 0.866, (0.3, 1.0): 0.966, (0.5, 1.0): 0.902, (0.
 
 def settings(args: Options, rules: str, color: str) -> PPOSettings:
     """One policy's PPO settings: the built-in PPO's per rule set, else Alpha-Mini's."""
-    return PPOSettings(variant=RULES[rules], agent_color=color, seed=args.seed,
+    return PPOSettings(variant=RULES[rules], agent_color=color, seed=args.seed, env_runners=args.env_runners,
                        **(NATIVE[rules] if args.backend == "native" else {}))
 
 
@@ -118,6 +124,10 @@ def main(argv=None) -> int:
     args = command_line(Options(), PRESETS, argv)
     if (args.steps is not None and args.steps < 1) or args.games < 5:
         raise SystemExit("error: --steps must be positive and --games at least 5")
+    if args.env_runners and args.backend != "rllib":
+        raise SystemExit("error: --env-runners is RLlib's (--backend rllib)")
+    if args.ray_address is not None:
+        connect_ray(args.ray_address)
     os.makedirs(args.out, exist_ok=True)
     if args.experiment != "vs-random":
         return (selfplay if args.experiment == "alpha-mini" else sweep)(args)
@@ -344,7 +354,7 @@ def sweep(args: Options) -> int:
     out = os.path.abspath(os.path.join(args.out, "sweep"))
     rules = "kingcapture" if args.rules == "both" else args.rules
     color = "random" if args.backend == "native" else "white"
-    s, concurrency = settings(args, rules, color), 2
+    s, concurrency = settings(args, rules, color), cluster_cpus()  # one trial a CPU: on one machine, its cores
     steps = budget(args, rules, "sweep")[0]
     measured, started = machine(), time.perf_counter()
     rows = run_sweep(s, list(ALPHA_MINI_TABLE), out, steps, eval_games=args.games // 5, final_games=args.games,
@@ -353,11 +363,12 @@ def sweep(args: Options) -> int:
     rows = [{**r, "alpha_mini_win_rate": ALPHA_MINI_TABLE[(r["gamma"], r["lambda"])]} for r in rows]
     write_csv(os.path.join(out, "sweep.csv"), rows)
     table = markdown_table(
-        ["gamma", "lambda", "Alpha-Mini's win rate", f"ours ({rules}, {color}) [95% Wilson]", "env steps",
+        ["gamma", "lambda", "Alpha-Mini's win rate", f"ours ({rules}, as White) [95% Wilson]", "env steps",
          "training time"],
         [[r["gamma"], r["lambda"], f"{r['alpha_mini_win_rate']:.3f}", f"**{rate(r)}**", f"{r['env_steps']:,}",
           f"{r['train_s'] / 60:.1f} min"] for r in rows])
-    text = f"""# gamma x lambda (Alpha-Mini's table 1), {args.backend}, {rules} rules, as {color}
+    trained = "both colours (judged as White)" if color == "random" else "White"
+    text = f"""# gamma x lambda (Alpha-Mini's table 1), {args.backend}, {rules} rules, trained as {trained}
 
 Each grid point is one Ray Tune trial (one CPU each, {concurrency} at a time) training for {steps:,} env steps
 against the random player with material shaping, then playing {args.games:,} games greedily against it
@@ -367,9 +378,10 @@ against the random player with material shaping, then playing {args.games:,} gam
 
 Baselines against the random player, the same protocol:
 
-{baseline_table(baselines(s.variant, [color], args.games, seed=0))}
+{baseline_table(baselines(s.variant, s.eval_colors()[:1], args.games, seed=0))}
 
-Sweep wall-clock: {wall / 60:.1f} min, {concurrency} trials at once (they share the cores). {machine_text(measured)}
+Sweep wall-clock: {wall / 60:.1f} min, {concurrency} trials at once (one a CPU of the Ray cluster this driver ran
+on). {machine_text(measured)}
 Runs: `gamma<g>_lambda<l>/` (metrics.csv, tensorboard/, agent/); Tune's records: `tune/`.
 """
     with open(os.path.join(out, "sweep.md"), "w") as f:
@@ -381,5 +393,5 @@ Runs: `gamma<g>_lambda<l>/` (metrics.csv, tensorboard/, agent/); Tune's records:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except ValueError as exc:  # bad settings or a run directory in the way: say which, without a traceback
-        sys.exit(f"error: {exc}")
+    except (ValueError, ClusterError) as exc:  # bad settings, a run directory in the way or the Ray cluster's
+        sys.exit(f"error: {exc}")                # problem: say which, without a traceback

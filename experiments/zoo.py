@@ -3,6 +3,7 @@
     python experiments/zoo.py --entry tictactoe-alphazero          # train from scratch, rate, install (~5 min)
     python experiments/zoo.py --entry checkers-alphazero --resume  # continue an interrupted training run
     python experiments/zoo.py --entry 3x3-alphazero --rate-only    # rate the installed entry again
+    python experiments/zoo.py --entry checkers-alphazero --rate-only --ray-address HEAD:6379   # its games on a cluster
     python experiments/zoo.py --docs                               # docs/zoo.md from the cards
 
 Each entry is trained by the command in :data:`ENTRIES` (an experiment at its defaults and seed, writing
@@ -33,6 +34,7 @@ from agents.arena import batches, play_match, rating_results
 from agents.arena.evaluation import score_moves
 from agents.arena.ratings import wilson_interval
 from agents.players.random_agent import RandomAgent
+from agents.workers import ClusterError, cluster_cpus
 from minichess_envs.checksums import read_checksums
 from minichess_envs.players import choose_actions
 
@@ -46,6 +48,7 @@ class Options:
     run: str | None = None  # a finished run of the entry's command to install instead of training (its directory)
     rate_only: bool = False  # rate the installed entry again and update its card
     docs: bool = False  # write docs/zoo.md from the cards
+    ray_address: str | None = None  # play the rating's games on this Ray cluster, one worker a CPU (docs/scale.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +110,10 @@ class Finished:
     end) goes on from the game it stopped in when run again, for the same installed weights and settings; another
     install starts afresh."""
 
-    def __init__(self, name: str, casual: dict):
+    def __init__(self, name: str, casual: dict, ray_address: str | None = None):
+        # where the games are played: on every core here, or on every CPU of a Ray cluster
+        self.ray_address = ray_address
+        self.workers = cluster_cpus() if ray_address else os.cpu_count() or 1
         self.path = os.path.join("runs", "zoo", f"{name}-rating.json")
         self.journal = os.path.join("runs", "zoo", f"{name}-games.jsonl")
         sums = read_checksums(zoo.entry_dir(name))
@@ -154,7 +160,8 @@ def match(done: Finished, label: str, agent, opponent, game: str, games: int, se
     how = f"moving {seats}" + (f", after {opening_plies} random plies" if opening_plies else "")
 
     def measure():  # in lockstep if the agent batches: its searches of many games in one network call
-        t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name), workers=workers,
+        t = play_match(agent, opponent, game, games, 0, seats=seats, names=(label, opponent.name),
+                       workers=done.workers if done.ray_address else workers, ray_address=done.ray_address,
                        opening_plies=opening_plies, lockstep=True if batches(agent) else None,
                        journal=done.journal).tally()
         return dict(player=label, measure=f"score against {opponent.name}, {how}", score=t.score,
@@ -236,7 +243,7 @@ def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
     nodes = sorted(int(n) for n in ladder.settings["levels"].split(","))  # as the ladder was calibrated
     out = []
     for label, _, agent in settings(name, casual):
-        out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=os.cpu_count() or 1)
+        out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=done.workers)
                 for seats in ("first", "second")]
         levels = [ladder_level(done, label, agent, ladder, n) for n in nodes]
         results = [tuple(r) for row in levels for r in row.pop("results")]
@@ -264,8 +271,9 @@ def ladder_level(done: Finished, label: str, agent, ladder, nodes: int) -> dict:
 
     def measure() -> dict:
         with Progress(2 * len(ladder.openings), f"{label} against {engine} at {nodes:,} nodes", unit="game") as bar:
-            result = play_ladder(agent, ladder.variant, [nodes], ladder, workers=os.cpu_count() or 1,
-                                 journal=done.journal, progress=lambda record, games, total: bar.update(games))
+            result = play_ladder(agent, ladder.variant, [nodes], ladder, workers=done.workers,
+                                 ray_address=done.ray_address, journal=done.journal,
+                                 progress=lambda record, games, total: bar.update(games))
         (engine_name, elo), = result.levels.items()
         t = result.tally(engine_name)
         return dict(player=label, measure=f"score against {engine} at {nodes:,} node{'s' * (nodes > 1)} (ladder)",
@@ -388,7 +396,7 @@ def main(argv=None) -> int:
     print(f"rating {name} ...", flush=True)
     started = machine()
     rate = RATINGS.get(entry.game, rate_chess)
-    today, done = datetime.date.today().isoformat(), Finished(name, card.casual)
+    today, done = datetime.date.today().isoformat(), Finished(name, card.casual, args.ray_address)
     strength = [{**s, "date": s.get("date", today)} for s in rate(name, bool(card.casual), done)]
     card = dataclasses.replace(card, strength=strength, speed=speed(name, bool(card.casual)))
     directory = zoo.entry_dir(name)
@@ -400,4 +408,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClusterError as exc:  # the Ray cluster's problem, named without a traceback; the checkpoint stands
+        sys.exit(f"error: {exc}")

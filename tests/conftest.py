@@ -1,8 +1,28 @@
-"""Fixtures shared by the test modules, and the `needs_engine` mark."""
+"""Fixtures shared by the test modules, the `needs_engine` mark, and CI's check that every package of the design
+is installed (so that none of its tests skips there)."""
 
+import importlib.util
+import os
 import shutil
 
 import pytest
+
+#: The packages the design is built on, by import name: in CI (``CI=true``) each must import, so that no test of
+#: theirs skips for want of it (``.ci/run`` installs them through the README's test command: the dev extra).
+DESIGN_PACKAGES = ("gymnasium", "pettingzoo", "chess", "torch", "stable_baselines3", "sb3_contrib", "ray.rllib",
+                   "ray.tune")
+
+
+def missing_design_packages() -> list[str]:
+    missing = []
+    for name in DESIGN_PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:  # the parent package is missing
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 @pytest.fixture
@@ -50,6 +70,11 @@ def assert_same_run():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_engine(name): skip unless the UCI engine `name` is installed")
+    light = os.environ.get("MINICHESS_LIGHT_TESTS") == "1"  # .ci/run-wheel's light run leaves torch out on purpose
+    if os.environ.get("CI", "").lower() in ("true", "1") and not light and missing_design_packages():
+        raise pytest.UsageError(
+            f"CI runs every test of the design's packages, but {', '.join(missing_design_packages())} "
+            f"cannot be imported here: install the dev extra (pip install -e '.[dev]')")
 
 
 def pytest_runtest_setup(item):

@@ -189,7 +189,6 @@ def test_self_play_in_two_worker_processes_resumes_to_the_same_state(tmp_path, o
     assert_same_run(straight, resumed)
 
 
-@pytest.mark.slow
 def test_two_ray_workers_complete_an_iteration(tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
     state = train(tiny_config(tmp_path, iterations=1, workers=2, ray_address="local"), verbose=False)
@@ -197,7 +196,6 @@ def test_two_ray_workers_complete_an_iteration(tmp_path):
     assert os.path.exists(tmp_path / "checkpoint" / "tensors.pt")
 
 
-@pytest.mark.slow
 def test_a_killed_self_play_actor_is_replaced_and_its_games_replayed(tmp_path, started_pools, assert_same_run):
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[rllib]'")
     import dataclasses

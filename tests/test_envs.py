@@ -605,7 +605,6 @@ def test_torchrl_check_env_specs_through_its_pettingzoo_wrapper(variant):
             assert rollout.shape[0] == 60
 
 
-@pytest.mark.slow
 def test_rllib_pettingzoo_wrapper_steps_the_aec_env():
     pytest.importorskip("ray.rllib", reason="RLlib is an optional extra: pip install -e '.[rllib]'")
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
@@ -823,7 +822,6 @@ def test_vector_env_bad_input():
 # -- real clients (optional extras; slow) ----------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_sb3_contrib_maskable_ppo_learns_and_predicts_only_legal_actions():
     pytest.importorskip("sb3_contrib", reason="sb3-contrib is an optional extra: pip install -e '.[sb3]'")
     from sb3_contrib import MaskablePPO

@@ -249,7 +249,6 @@ def _resumes_the_saved_policy(backend_class, settings, run: str) -> None:
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(run, "tensorboard")))
 
 
-@pytest.mark.slow
 def test_rllib_ppo_runs_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
     from agents.ppo import rllib_train
@@ -278,7 +277,6 @@ def test_rllib_ppo_runs_masks_exactly_resumes_and_saves_an_agent(tmp_path):
         algo.stop()
 
 
-@pytest.mark.slow
 def test_rllib_multi_agent_on_the_aec_env_masks_exactly():
     pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
     from agents.ppo import rllib_train
@@ -303,7 +301,6 @@ def test_rllib_multi_agent_on_the_aec_env_masks_exactly():
         algo.stop()
 
 
-@pytest.mark.slow
 def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     pytest.importorskip("sb3_contrib", reason="needs sb3-contrib: pip install -e '.[sb3]'")
     from agents.ppo import sb3_train
@@ -335,7 +332,6 @@ def test_sb3_maskable_ppo_masks_exactly_resumes_and_saves_an_agent(tmp_path):
     assert np.array_equal(np.asarray(sb3_actions).reshape(-1), ours)
 
 
-@pytest.mark.slow
 def test_alpha_mini_procedure_runs_two_steps(tmp_path):
     pytest.importorskip("sb3_contrib", reason="needs sb3-contrib: pip install -e '.[sb3]'")
     from agents.ppo.rllib_train import AlphaMiniConfig, alpha_mini

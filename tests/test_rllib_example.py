@@ -27,7 +27,6 @@ def test_docs_show_the_readme_example():
     assert rllib_example(os.path.join(ROOT, "docs", "rllib.md")) == rllib_example(os.path.join(ROOT, "README.md"))
 
 
-@pytest.mark.slow
 def test_readme_rllib_example_runs(tmp_path):
     pytest.importorskip("ray.rllib", reason="needs ray[rllib]: pip install -e '.[rllib]'")
     code = rllib_example(os.path.join(ROOT, "README.md"))

@@ -90,6 +90,8 @@ class ScaleConfig:
         check_number("ScaleConfig.workers", self.workers, 0, kind=int)
         if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
             raise ValueError(f"ray_address must be a Ray address, \"local\" or None, got {self.ray_address!r}")
+        if self.ray_address is not None and self.workers == 0:
+            raise ValueError("ray_address needs workers > 0: the Ray actors are the self-play workers")
         if self.overlap and self.workers == 0:
             raise ValueError("overlap needs workers > 0: the games of the next iteration are played in workers")
 
@@ -341,6 +343,8 @@ def train(config: Config, evaluate: Callable | None = None, resume: bool = False
                                                        for r in sparred]))
             if schedule is not None:
                 row["worker_restarts"] = schedule.pool.restarts
+                if schedule.pool.ray:  # the cluster's nodes that have run self-play so far
+                    row["worker_nodes"] = len(schedule.pool.nodes)
             if evaluate is not None:
                 t2 = time.perf_counter()
                 row.update(evaluate(net, iteration))

@@ -343,7 +343,8 @@ class _Task:
 def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, seed: int = 0, *,
                    pairings: Sequence[tuple[int, int]] | None = None, openings: Sequence[str] | None = None,
                    seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
-                   workers: int = 1, progress: Callable[[GameRecord, int, int], None] | None = None,
+                   workers: int = 1, ray_address: str | None = None,
+                   progress: Callable[[GameRecord, int, int], None] | None = None,
                    journal: str | None = None, **game_options) -> list[MatchResult]:
     """Play ``games`` games of ``game`` for every pairing (default: round-robin); one :class:`MatchResult` each.
 
@@ -359,6 +360,8 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
     :param workers: processes to spread the games over (in ``lockstep``, parts of each pairing's games); each
         gets its own copy of every agent (engines start their own process); a lost one is replaced and its games
         played again.
+    :param ray_address: the workers as Ray actors on this cluster (``"local"``: a new local one), spread over its
+        nodes; a lost node's games are played again on the others (:class:`~agents.workers.WorkerPool`).
     :param progress: called as ``progress(record, done, total)`` after each game.
     :param journal: a :class:`GameJournal` file: its games (the same game, players, seed, round, opening and
         ``game_options``) are read back, not played again, and each game played is added as it ends.
@@ -412,13 +415,14 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
             jobs += [(pairing, mine[k:k + size], True) for k in range(0, len(mine), size)]
     else:
         jobs = [(tuple(range(len(agents))), [task], False) for task in todo]
-    if workers <= 1 or len(jobs) <= 1:
+    if (workers <= 1 and ray_address is None) or len(jobs) <= 1:
         for job in jobs:
             for task, record in _play_job(agents, names, game, job, game_options):
                 done(task, record)
     else:
         # Each worker gets its own copy of the agents (sent pickled): none shares an engine process with the parent.
-        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(jobs))) as pool:
+        with WorkerPool(ArenaPlayer, (agents, names, game, game_options), min(workers, len(jobs)),
+                        ray_address) as pool:
             pool.submit(None, jobs)
             for _, played in pool.results():
                 for task, record in played:
@@ -429,11 +433,13 @@ def run_tournament(agents: Sequence, game: str = "gardner", games: int = 50, see
 
 def play_match(agent_a, agent_b, game: str = "gardner", games: int = 50, seed: int = 0, *,
                seats: str = "alternate", lockstep: bool | None = None, names: Sequence[str] | None = None,
-               workers: int = 1, progress=None, journal: str | None = None, **game_options) -> MatchResult:
+               workers: int = 1, ray_address: str | None = None, progress=None, journal: str | None = None,
+               **game_options) -> MatchResult:
     """``games`` games of ``game`` between two agents, ``agent_a`` moving first in the even-numbered ones
     (``seats="alternate"``) or in every game (``"first"``) or none (``"second"``); see :func:`run_tournament`."""
     return run_tournament([agent_a, agent_b], game, games, seed, seats=seats, lockstep=lockstep, names=names,
-                          workers=workers, progress=progress, journal=journal, **game_options)[0]
+                          workers=workers, ray_address=ray_address, progress=progress, journal=journal,
+                          **game_options)[0]
 
 
 def batches(player) -> bool:

@@ -150,10 +150,11 @@ def engine_ladder(variant: str) -> Ladder | None:
 
 def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Ladder | None = None,
                 openings: int | None = None, workers: int | None = None, progress: Callable | None = None,
-                journal: str | None = None) -> LadderResult:
+                journal: str | None = None, ray_address: str | None = None) -> LadderResult:
     """Play ``agent`` against every level from the first ``openings`` published openings (default: all),
     both colors each, in lockstep if the agent batches (each game's engine its own process, as the levels were
-    calibrated); ``journal``: a game journal to go on from (:func:`~agents.arena.run_tournament`)."""
+    calibrated); ``journal``: a game journal to go on from, ``ray_address``: the workers as Ray actors on that cluster
+    (:func:`~agents.arena.run_tournament`)."""
     ladder = ladder or Ladder.load(variant)
     chosen = ladder.openings[:openings] if openings else ladder.openings
     engines = engine_levels(variant, levels)
@@ -165,8 +166,8 @@ def play_ladder(agent, variant: str, levels: Sequence[int] = LEVELS, ladder: Lad
     try:
         matches = run_tournament([agent, *engines], variant, 2 * len(chosen), seed=0,
                                  openings=[o.fen for o in chosen], pairings=[(0, i + 1) for i in range(len(engines))],
-                                 workers=workers or os.cpu_count() or 1, progress=progress, illegal="forfeit",
-                                 lockstep=batches(agent), journal=journal)
+                                 workers=workers or os.cpu_count() or 1, ray_address=ray_address, progress=progress,
+                                 illegal="forfeit", lockstep=batches(agent), journal=journal)
     finally:
         close_agents(engines)
     fixed = {e.name: ladder.levels[e.name] for e in engines}

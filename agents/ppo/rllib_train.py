@@ -16,6 +16,7 @@ from agents.ppo.common import AGENT, Backend, PPOSettings, train
 from agents.ppo.network import PPONet
 from agents.ppo.task import Task, make_opponent, task_for
 from agents.runs import read_json, training_seconds, write_csv, write_json
+from agents.workers import cluster_cpus
 
 SINGLE_ENV = "minichess-single"  # names under which the env creators are registered with Ray Tune
 AEC_ENV = "minichess-aec"
@@ -54,9 +55,12 @@ def timed_env_runner_class():
 
 
 def sampling_seconds(algo) -> float:
-    if algo.env_runner is not None and hasattr(algo.env_runner, "sample_seconds"):
-        return algo.env_runner.sample_seconds
-    return sum(algo.env_runner_group.foreach_env_runner(lambda er: er.sample_seconds, local_env_runner=False))
+    """Seconds spent sampling so far: the local EnvRunner's, or with remote ones (which sample at once, while the
+    local one idles) the slowest's."""
+    group = algo.env_runner_group
+    if group is not None and group.num_remote_env_runners() > 0:
+        return max(group.foreach_env_runner(lambda er: er.sample_seconds, local_env_runner=False), default=0.0)
+    return algo.env_runner.sample_seconds
 
 
 def _ppo_config(s: PPOSettings, env: str, env_config: dict):
@@ -115,7 +119,8 @@ def init_ray(num_cpus: int | None = None) -> None:
     import ray
     if not ray.is_initialized():
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+        # "local": a new instance, never a cluster a `ray start` left on this machine (connect_ray joins those)
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
                  logging_level=logging.ERROR, configure_logging=True)
     for name in ("ray", "ray.rllib", "ray.tune"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -124,8 +129,14 @@ def init_ray(num_cpus: int | None = None) -> None:
 
 
 def build(s: PPOSettings, multi_agent: bool = False):
-    """The RLlib ``Algorithm`` for the settings (single-agent unless ``multi_agent``)."""
+    """The RLlib ``Algorithm`` for the settings (single-agent unless ``multi_agent``), with no more env runners than
+    the Ray cluster has CPUs (a node lost for good: RLlib would wait for the missing runners for ever)."""
     init_ray()
+    room = cluster_cpus()
+    if s.env_runners > room:
+        print(f"RLlib: {s.env_runners} env runners asked for, the Ray cluster has {room} CPUs: sampling with "
+              f"{room}", flush=True)
+        s = dataclasses.replace(s, env_runners=room)
     torch.set_num_threads(s.threads)
     return (multi_agent_config(s) if multi_agent else single_agent_config(s)).build_algo()
 
@@ -159,7 +170,7 @@ class RLlibBackend(Backend):
     def iterate(self) -> dict:
         sampled_before = sampling_seconds(self.algo)
         result = self.algo.train()
-        return result_row(result, sampling_seconds(self.algo) - sampled_before)
+        return result_row(result, max(sampling_seconds(self.algo) - sampled_before, 0.0))  # 0: a runner restarted
 
     def policy_net(self) -> PPONet:
         weights = self.algo.learner_group.get_weights(module_ids=[DEFAULT_MODULE])[DEFAULT_MODULE]
@@ -254,7 +265,8 @@ def sweep_trial(config: dict) -> None:
     state = train(settings, run_dir, env_steps=config["steps"], eval_games=config["eval_games"], eval_every=5,
                   resume=True, verbose=False, backend=config["backend"],
                   on_iteration=lambda row: tune.report({k: v for k, v in row.items() if isinstance(v, (int, float))}))
-    agent, color, games = PPOAgent.load(os.path.join(run_dir, AGENT)), settings.agent_color, config["final_games"]
+    # judged as White (Alpha-Mini's table) when the policy learnt both colours
+    agent, color, games = PPOAgent.load(os.path.join(run_dir, AGENT)), settings.eval_colors()[0], config["final_games"]
     final = task_for(settings).evaluate_vs_random(agent, games, seed=0, sides=[color])
     tune.report({"final_win_rate": final[f"win_rate_{color}"], "final_win_low": final[f"win_low_{color}"],
                  "final_win_high": final[f"win_high_{color}"], "final_games": games, "env_steps": state.env_steps,
