@@ -199,7 +199,7 @@ class WorkerPool:
             if kind == "start":  # it never ran a job: start another
                 self._failures += 1
                 if self._failures > self.max_restarts:
-                    raise ClusterError(f"{self._failures} Ray workers lost in one submission, more than "
+                    raise ClusterError(f"{self._failures} worker failures in one submission, more than "
                                        f"max_restarts={self.max_restarts}: giving up (last: {type(exc).__name__}; "
                                        f"the cluster has {_cluster_cpus()})")
                 self._start(k)

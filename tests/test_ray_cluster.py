@@ -87,6 +87,11 @@ def test_alphazero_self_play_survives_a_lost_node_and_equals_the_run_that_lost_n
     assert killed > 0
 
     metrics = rows(str(out / "metrics.csv"))
+    for name, table in (("two local processes", rows(str(tmp_path / "local" / "metrics.csv"))), ("cluster", metrics)):
+        print(f"{name}: " + "; ".join(
+            f"iteration {r['iteration']}: {r['samples']} samples, games {float(r['games_s']):.2f} s"
+            + (f", nodes {r['worker_nodes']}, restarts {r['worker_restarts']}" if "worker_nodes" in r else "")
+            for r in table))
     assert len(metrics) == 4 and int(metrics[-1]["worker_restarts"]) >= 1  # the lost node's actor was replaced
     straight, survived = load_checkpoint(str(tmp_path / "local")), load_checkpoint(str(out))
     assert [m["samples"] for m in survived["metrics"]] == [m["samples"] for m in straight["metrics"]]
@@ -189,6 +194,8 @@ def test_rllib_ppo_samples_on_both_nodes_and_goes_on_without_a_lost_one(two_node
     assert run.returncode == 0, output[-3000:]
     for color in ("white", "black"):
         done = rows(str(out / f"rllib_kingcapture_{color}" / "metrics.csv"))
+        print(f"RLlib {color}: " + "; ".join(f"{r['iteration_env_steps']} env steps in {float(r['iteration_s']):.1f} s"
+                                             for r in done))
         assert len(done) == 3 and sum(int(r["iteration_env_steps"]) for r in done) >= 12000
         assert (out / f"rllib_kingcapture_{color}" / "agent" / "agent.json").exists()
     assert "win rate vs random" in (out / "report.md").read_text()
