@@ -17,6 +17,7 @@ import pytest
 import agents
 from agents import zoo
 from agents.arena import play_match
+from agents.games import board_game
 from agents.players.random_agent import RandomAgent
 from agents.spec import from_spec
 
@@ -49,9 +50,12 @@ def test_every_entry_plays_a_game_and_its_card_says_what_it_is(name, torch):
     agent = agents.load(f"zoo:{name}")
     assert agent.name == f"zoo:{name}" and (getattr(agent, "game", None) or agent.variant.name) == card.game
     assert from_spec(f"ZOO:{name}", card.game).name == f"zoo:{name}"
+    # chess: 4 plies a game, enough to see the rated search (up to 8,192 simulations) play legal moves; whole
+    # games at that setting took over a minute of the default suite
+    options = {} if board_game(card.game) else {"ply_limit": 4}
     for setting in ([False, True] if card.casual else [False]):
         player = zoo.load(name, casual=setting)
-        match = play_match(player, RandomAgent(0), card.game, 2, names=("zoo", "random"))
+        match = play_match(player, RandomAgent(0), card.game, 2, names=("zoo", "random"), **options)
         assert match.tally().games == 2
     text = zoo.describe(name)
     assert card.game in text and card.command in text and f"## {name}" in zoo.markdown()
