@@ -5,8 +5,9 @@ Each function imports its peer library lazily, never raises when it is missing
 includes the exact definition of the "step" it counts.  All timings use
 time.perf_counter, exclude warm-up / compilation and use a fixed seed.
 
-Peers: pgx gardner_chess (JAX, 5x5), PettingZoo classic chess_v6 (8x8, AEC)
-and python-chess (8x8 random play and perft).
+Peers: pgx gardner_chess (JAX, 5x5), EnvPool GardnerChess-v1 and Chess-v1
+(C++ ports of pgx's games, batched, 1-2 threads), PettingZoo classic chess_v6
+(8x8, AEC) and python-chess (8x8 random play and perft).
 
     python benchmarks/peers.py            # short run of everything
     python benchmarks/peers.py 5          # 5 s per measurement
@@ -136,6 +137,124 @@ def pgx_gardner(batch_sizes=(1, 8, 64, 256, 1024), seconds=5.0, steps_per_call=1
         "by_batch": results,
         "best_batch": best,
         "best_steps_per_s": results[best]["steps_per_s"],
+    }
+
+
+# ---------------------------------------------------------------------- EnvPool
+
+
+def sample_legal(masks, rng):
+    """A uniformly random legal action per row of a mask batch (0 where none is legal), vectorised NumPy.
+
+    The one sampler of every batched loop here: ours (``bench_envs.py``) and EnvPool's.
+    """
+    import numpy as np
+
+    counts = masks.sum(1, dtype=np.int64)
+    pick = (rng.random(len(masks)) * counts).astype(np.int64)
+    actions = (np.cumsum(masks, axis=1, dtype=np.int16) <= pick[:, None]).sum(1)
+    return np.where(counts > 0, actions, 0)
+
+
+def envpool_chess(task_id="GardnerChess-v1", batch_sizes=(64, 256), threads=(1, 2), seconds=5.0,
+                  warmup_s=0.3) -> dict:
+    """Random-play throughput of EnvPool's chess ports (``GardnerChess-v1``, ``Chess-v1``) on the CPU.
+
+    One ``envpool.make(task_id, env_type="gymnasium", num_envs=b, batch_size=b, num_threads=t)`` per
+    (batch, threads): sync mode, every ``step`` moves all ``b`` games. EnvPool's board games are C++
+    ports of pgx's: two-player games in which the side to move plays, so one env step is one ply. An env
+    that ended on the previous step is reset by the next one (its action ignored, ``elapsed_step`` back to
+    0): that env step is counted in env steps/s but not as a ply. Actions are uniform over
+    ``info["legal_action_mask"]``, drawn with :func:`sample_legal` in Python/NumPy (as in our vector-env
+    loops), and sent with ``info["env_id"]``: with 2 threads the rows come back in the order the games
+    finished, not 0..b-1. The loop figures (``*_per_s``) include that sampling; the ``*_in_step`` figures
+    count only the time inside ``env.step`` (EnvPool's C++ work and its Python wrapper).
+
+    Every env step writes one observation per player (``obs`` has ``2 * b`` rows: both sides' views of
+    each game), each 8 positions of history: (5, 5, 115) float32 for Gardner, (8, 8, 119) for 8x8.
+    """
+    try:
+        import envpool
+        import numpy as np
+    except Exception as exc:  # ImportError, or a broken build
+        return _missing(exc)
+    if task_id not in envpool.list_all_envs():
+        return {"available": False, "reason": f"envpool {envpool.__version__} has no {task_id}"}
+
+    rng = np.random.default_rng(SEED)
+    runs, layout = [], {}
+    for b in batch_sizes:
+        for t in threads:
+            env = envpool.make(task_id, env_type="gymnasium", num_envs=b, batch_size=b, num_threads=t, seed=SEED)
+            obs, info = env.reset()
+            rows = np.arange(b)
+
+            def play(duration, obs, info, done):
+                """Step for ``duration`` s; returns counts and the time inside step(), then obs, info, done.
+
+                ``done``: the games that ended on the previous step, which this step resets (no ply).
+                """
+                calls = plies = games = game_plies = illegal = stuck = 0
+                inside = 0.0
+                t0 = time.perf_counter()
+                while True:
+                    masks, env_id = info["legal_action_mask"], info["env_id"]
+                    actions = sample_legal(masks, rng)
+                    live = ~done
+                    illegal += int((~masks[rows, actions] & live).sum())  # 0: the sampler keeps to the mask
+                    stuck += int((live & ~masks.any(1)).sum())  # a live game with no legal move: 0
+                    s = time.perf_counter()
+                    obs, _, terminated, truncated, info = env.step(actions, env_id)
+                    inside += time.perf_counter() - s
+                    calls += 1
+                    plies += int(live.sum())
+                    done = terminated | truncated
+                    if done.any():
+                        games += int(done.sum())
+                        game_plies += int(info["elapsed_step"][done].sum())
+                    elapsed = time.perf_counter() - t0
+                    if elapsed >= duration:
+                        return (dict(calls=calls, plies=plies, games=games, game_plies=game_plies,
+                                     illegal=illegal, stuck=stuck, inside=inside, elapsed=elapsed), obs, info, done)
+
+            _, obs, info, done = play(warmup_s, obs, info, np.zeros(b, bool))
+            r, obs, info, _ = play(seconds, obs, info, done)
+            env.close()
+            steps = r["calls"] * b
+            layout = {"obs_per_env_step": obs.shape[0] // b, "obs_shape": tuple(obs.shape[1:]),
+                      "obs_dtype": str(obs.dtype), "num_actions": info["legal_action_mask"].shape[1]}
+            runs.append({
+                "batch": b, "threads": t,
+                "plies_per_s": r["plies"] / r["elapsed"],
+                "env_steps_per_s": steps / r["elapsed"],
+                "plies_per_s_in_step": r["plies"] / r["inside"],
+                "env_steps_per_s_in_step": steps / r["inside"],
+                "plies": r["plies"], "env_steps": steps, "seconds": r["elapsed"], "seconds_in_step": r["inside"],
+                "games_finished": r["games"],
+                "mean_game_plies": r["game_plies"] / r["games"] if r["games"] else None,
+                "illegal_actions_sampled": r["illegal"], "live_games_without_legal_move": r["stuck"],
+                "obs_rows": obs.shape[0],
+            })
+
+    best = max(runs, key=lambda r: r["plies_per_s"])
+    return {
+        "available": True,
+        "peer": f"EnvPool {task_id}",
+        "task_id": task_id,
+        "versions": {"envpool": envpool.__version__, "numpy": np.__version__},
+        "step": ("one env.step of a sync pool (num_envs = batch_size = b) moves every game one ply; "
+                 "plies/s = plies / s (the reset step after a game's end is an env step, not a ply); "
+                 "uniform random legal actions sampled in NumPy from info['legal_action_mask'] "
+                 "(in the loop figures, not in the *_in_step ones); each env step writes an observation "
+                 "for each of the two players, 8 positions of history"),
+        "obs_shape": layout["obs_shape"],
+        "obs_dtype": layout["obs_dtype"],
+        "obs_per_env_step": layout["obs_per_env_step"],
+        "num_actions": layout["num_actions"],
+        "runs": runs,
+        "best": {"batch": best["batch"], "threads": best["threads"]},
+        "best_plies_per_s": best["plies_per_s"],
+        "best_plies_per_s_in_step": max(r["plies_per_s_in_step"] for r in runs),
     }
 
 
@@ -311,6 +430,18 @@ def main(seconds=1.0):
                      f"steps/s (batch {pgx_res['best_batch']}; {pgx_res['versions']})"))
     else:
         add("pgx gardner_chess", pgx_res, "")
+    for task_id in ("GardnerChess-v1", "Chess-v1"):
+        ep = envpool_chess(task_id, seconds=seconds)
+        if ep.get("available"):
+            for r in ep["runs"]:
+                rows.append((f"EnvPool {task_id}  batch={r['batch']} threads={r['threads']}",
+                             _fmt(r["plies_per_s"]), f"plies/s ({_fmt(r['env_steps_per_s'])} env steps/s)"))
+            b = ep["best"]
+            rows.append((f"EnvPool {task_id}  best", _fmt(ep["best_plies_per_s"]),
+                         f"plies/s (batch {b['batch']}, {b['threads']} threads; obs {tuple(ep['obs_shape'])} "
+                         f"{ep['obs_dtype']} x{ep['obs_per_env_step']} per step; {ep['versions']})"))
+        else:
+            add(f"EnvPool {task_id}", ep, "")
     add("PettingZoo chess_v6", pettingzoo_chess(seconds=seconds), "plies_per_s", "plies/s")
     add("python-chess random play", python_chess_random_play(seconds=seconds), "plies_per_s", "plies/s")
     for label, fen, d in (("start", START_FEN, 4), ("kiwipete", KIWIPETE_FEN, 3)):
