@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -251,8 +252,6 @@ def test_a_node_without_the_package_is_named_and_the_checkpoint_stands(two_nodes
 
 
 def test_a_node_with_another_minichess_envs_is_named(two_nodes, tmp_path):
-    import shutil
-
     import minichess_envs
     shadow = tmp_path / "shadow"
     package = os.path.dirname(minichess_envs.__file__)
@@ -287,3 +286,35 @@ def test_a_driver_without_the_clusters_token_is_named(two_nodes, tmp_path):
     assert run.stderr.strip().splitlines()[-1] == (
         f"error: the Ray cluster at {two_nodes.address} refused this process's token: set RAY_AUTH_MODE=token and "
         f"RAY_AUTH_TOKEN_PATH to the cluster's token file (docs/scale.md)")
+
+
+def test_a_head_of_another_ray_version_is_named(two_nodes, tmp_path):
+    """A head on the second machine whose Python says it is Ray 2.59.0 (a sitecustomize sets ``ray.__version__``
+    before the head records the cluster's versions): the driver's Ray 2.60 meets Ray's own version check, and the
+    experiment names it in one line."""
+    import tempfile
+
+    import ray
+    fake = tmp_path / "other_ray"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text("import ray\nray.__version__ = '2.59.0'\n")
+    two_nodes.kill_node()
+    ray_dir = tempfile.mkdtemp(prefix="mce-ray-", dir="/tmp")
+    try:
+        two_nodes._ray_start(two_nodes.node_ns, ["--head", "--node-ip-address", two_nodes.node_ip, "--port", "6380",
+                                                 "--num-cpus", "1", "--include-dashboard", "false",
+                                                 "--disable-usage-stats", "--temp-dir", ray_dir],
+                             env={**two_nodes.env, "PYTHONPATH": str(fake)})
+        script = os.path.join(ROOT, "experiments", "alphazero_3x3.py")
+        address = f"{two_nodes.node_ip}:6380"
+        run = two_nodes.run([PYTHON, script, "--preset", "quick", "--workers", "1", "--ray-address", address,
+                             "--out", str(tmp_path / "run")], timeout=300)
+        assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+        last = run.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"error: the Ray cluster at {address} runs another Ray or Python than this process: "
+                               f"Version mismatch: The cluster was started with: Ray: 2.59.0"), last
+        assert last.endswith(f"Install ray=={ray.__version__} on Python {sys.version.split()[0]} on every node "
+                             f"(docs/scale.md)"), last
+    finally:
+        two_nodes.kill_node()  # the other head; the next test's fixture starts the second node again
+        shutil.rmtree(ray_dir, ignore_errors=True)
