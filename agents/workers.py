@@ -84,6 +84,10 @@ class WorkerPool:
             self._connections[k].close()
         self._start(k)
         self.restarts += 1
+        # said where the run's progress is: a lost node is not silent
+        print(f"worker {k} lost ({cause.strip() or 'no answer'}): its job goes to the next idle worker"
+              + ("; a new actor joins when the cluster has room" if self.ray else "; a new process replaces it"),
+              flush=True)
 
     def play(self, shared, jobs: Sequence) -> list:
         """Every job played with ``shared``; the results in job order."""
