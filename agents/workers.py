@@ -183,7 +183,7 @@ class WorkerPool:
                 break
             if not self._running and time.monotonic() - self._waiting_since > self.start_timeout:
                 raise ClusterError(f"no Ray worker has started in {self.start_timeout:.0f} s: the cluster has "
-                                   f"{_cluster_cpus()}; each worker needs 1 CPU (a node lost for good, or a "
+                                   f"{_cluster_state()}; each worker needs 1 CPU (a node lost for good, or a "
                                    f"cluster smaller than workers={len(self.workers)})")
         kind, k = owners[ready[0]]
         try:
@@ -200,16 +200,10 @@ class WorkerPool:
                                    f"{cause[-1] if cause else type(exc).__name__}. Every node of the cluster needs "
                                    f"minichess-envs {_version()} and its extras installed, as in the driver's "
                                    f"environment (docs/scale.md)") from None
-            if kind == "start":  # it never ran a job: start another
-                self._failures += 1
-                if self._failures > self.max_restarts:
-                    raise ClusterError(f"{self._failures} worker failures in one submission, more than "
-                                       f"max_restarts={self.max_restarts}: giving up (last: {type(exc).__name__}; "
-                                       f"the cluster has {_cluster_cpus()})")
-                self._start(k)
-                self.restarts += 1
+            if kind == "start":  # it never ran a job: only the actor to replace
+                self._replace(k, type(exc).__name__)
                 return []
-            return [(k, "lost", f"{type(exc).__name__} ")]
+            return [(k, "lost", type(exc).__name__)]
         except RayTaskError as exc:  # the player raised
             del self._futures[k]
             return [(k, "error", str(exc))]
@@ -261,11 +255,8 @@ class RayWorker:
             self.player, self.failure = None, traceback.format_exc()
 
     def versions(self) -> tuple[str, dict]:
-        import platform
-
         import ray
-        info = {"node": ray.util.get_node_ip_address(), "minichess-envs": _version(),
-                "python": platform.python_version(), "traceback": self.failure}
+        info = {"node": ray.util.get_node_ip_address(), "minichess-envs": _version(), "traceback": self.failure}
         return ("error" if self.failure else "ok"), info
 
     def play(self, shared, job):
@@ -325,7 +316,7 @@ def cluster_cpus() -> int:
     return int(ray.cluster_resources().get("CPU", 0))
 
 
-def _cluster_cpus() -> str:
+def _cluster_state() -> str:
     import ray
     alive = [n for n in ray.nodes() if n.get("Alive")]
     return (f"{len(alive)} live node(s) with {ray.cluster_resources().get('CPU', 0):g} CPUs, "
