@@ -233,23 +233,27 @@ def rate_gomoku(name: str, casual: bool, done: Finished) -> list[dict]:
 
 
 def rate_chess(name: str, casual: bool, done: Finished) -> list[dict]:
-    """Against random with each colour, and on the variant's engine node ladder (agents/arena/ladders/<variant>.json:
-    Fairy-Stockfish, Stockfish on 8x8; its 100 balanced openings with both colours, 200 games a level) with the
-    Elo fitted against its levels (from each level's games, saved as the level ends)."""
+    """Against random with each colour, and on the variant's engine ladder (agents/arena/ladders/<variant>.json:
+    Fairy-Stockfish at node budgets, Stockfish's UCI_Elo levels on 8x8; both colours of each published opening),
+    weakest level first up to the first where it scores nothing, with the Elo fitted against the levels played
+    (from each level's games, saved as the level ends)."""
     from agents.arena.ladder import Ladder, ladder_elo
 
     variant = ENTRIES[name].game
     ladder = Ladder.load(variant)
-    nodes = sorted(int(n) for n in ladder.settings["levels"].split(","))  # as the ladder was calibrated
     out = []
     for label, _, agent in settings(name, casual):
         out += [match(done, label, agent, RandomAgent(1), variant, 100, seats, workers=done.workers)
                 for seats in ("first", "second")]
-        levels = [ladder_level(done, label, agent, ladder, n) for n in nodes]
+        levels = []
+        for level in sorted(ladder.engines, key=ladder.levels.get):
+            levels.append(ladder_level(done, label, agent, ladder, level))
+            if levels[-1]["score"] == 0:  # the levels above would add games, not information
+                break
         results = [tuple(r) for row in levels for r in row.pop("results")]
         elo = ladder_elo(getattr(agent, "name", "agent"), results, {row["level"]: row["level_elo"] for row in levels})
         out += [{k: v for k, v in row.items() if k not in ("level", "level_elo")} for row in levels]
-        out.append(dict(player=label, measure=f"Elo on the {engine_text(ladder)} ladder ({levels[0]['level']} = 0)",
+        out.append(dict(player=label, measure=f"Elo on the {engine_text(ladder)} ladder ({ladder.scale})",
                         score=elo.elo, low=elo.low, high=elo.high, count=elo.games, unit="games", elo=True,
                         date=max(row["date"] for row in levels)))
     return out
@@ -262,25 +266,30 @@ def engine_text(ladder) -> str:
     return {"stockfish": "Stockfish", "fairy-stockfish": "Fairy-Stockfish"}[default_engine(ladder.variant)]
 
 
-def ladder_level(done: Finished, label: str, agent, ladder, nodes: int) -> dict:
-    """``agent``'s games against the ladder's engine at ``nodes`` (both colours of every opening, on every core),
-    with the results the Elo is fitted from; saved as the level ends."""
+def ladder_level(done: Finished, label: str, agent, ladder, level: str) -> dict:
+    """``agent``'s games against the ladder's ``level`` (both colours of every opening, on every core), with the
+    results the Elo is fitted from; saved as the level ends."""
     from agents.arena.ladder import play_ladder
 
-    engine = engine_text(ladder)
+    engine, spec = engine_text(ladder), ladder.engines[level]
+    if "nodes" in spec:
+        nodes = spec["nodes"]
+        setting, key = f"{nodes:,} node{'s' * (nodes > 1)}", f"{nodes} nodes"
+    else:
+        setting = key = f"UCI_Elo {spec['options']['UCI_Elo']}" + (
+            f" and {spec['random_moves']:.0%} random moves" if spec.get("random_moves") else "")
 
     def measure() -> dict:
-        with Progress(2 * len(ladder.openings), f"{label} against {engine} at {nodes:,} nodes", unit="game") as bar:
-            result = play_ladder(agent, ladder.variant, [nodes], ladder, workers=done.workers,
+        with Progress(2 * len(ladder.openings), f"{label} against {engine} at {setting}", unit="game") as bar:
+            result = play_ladder(agent, ladder.variant, [level], ladder, workers=done.workers,
                                  ray_address=done.ray_address, journal=done.journal,
                                  progress=lambda record, games, total: bar.update(games))
-        (engine_name, elo), = result.levels.items()
-        t = result.tally(engine_name)
-        return dict(player=label, measure=f"score against {engine} at {nodes:,} node{'s' * (nodes > 1)} (ladder)",
+        t = result.tally(level)
+        return dict(player=label, measure=f"score against {engine} at {setting} (ladder)",
                     score=t.score, low=t.interval[0], high=t.interval[1], count=t.games, unit="games",
-                    level=engine_name, level_elo=elo, results=rating_results(result.matches[0].games))
+                    level=level, level_elo=result.levels[level], results=rating_results(result.matches[0].games))
 
-    return done.get(f"{label} against {engine} at {nodes} nodes (ladder)", measure)
+    return done.get(f"{label} against {engine} at {key} (ladder)", measure)
 
 
 RATINGS = {"tictactoe": rate_tictactoe, "3x3": rate_3x3, "connect_four": rate_connect_four,

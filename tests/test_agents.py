@@ -309,6 +309,31 @@ def test_engine_agent_saves_its_settings(tmp_path):
         assert agent.act(None, None, pos) == loaded.act(None, None, pos)
 
 
+@needs_fsf
+def test_engine_random_moves_are_legal_seeded_and_saved(tmp_path):
+    """random_moves=1 never asks the engine; a share p of the moves is random: about p of them, seeded by reset."""
+    position = Position("gardner")
+    mask = position.action_mask()
+    always = UCIEngineAgent("gardner", nodes=10, random_moves=1.0)
+    always.reset(3)
+    moves = [always.act(None, mask, position) for _ in range(200)]
+    assert always._proc is None and all(mask[a] for a in moves)
+    assert set(moves) == set(np.flatnonzero(mask))  # every legal move comes up
+    always.reset(3)
+    assert [always.act(None, mask, position) for _ in range(200)] == moves
+    with UCIEngineAgent("gardner", nodes=10, random_moves=0.25) as half:
+        half.reset(0)
+        best = UCIEngineAgent("gardner", nodes=10).bestmove(position)
+        random_share = np.mean([position.action_to_move(half.act(None, mask, position)).uci() != best
+                                for _ in range(400)])
+    assert 0.25 * (1 - 1 / mask.sum()) - 0.07 < random_share < 0.25 + 0.07
+    half.save(str(tmp_path))
+    assert agents.load(str(tmp_path / "agent.json")).random_moves == 0.25
+    for bad in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match="random_moves must be a share"):
+            UCIEngineAgent("gardner", random_moves=bad)
+
+
 def test_illegal_engine_move_is_reported(monkeypatch):
     """A bestmove that is not legal in our rules raises EngineError, never a silent bad move."""
     if not engine_installed("fairy-stockfish"):

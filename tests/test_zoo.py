@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -211,3 +212,30 @@ def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, t
     assert f"cannot read runs/zoo/{name}-rating.json" in capsys.readouterr().out
     again.close()
     assert not path.exists()
+
+
+def test_an_8x8_rating_climbs_the_ladder_up_to_the_first_level_where_it_scores_nothing(tmp_path, monkeypatch):
+    from agents.arena.ladder import Ladder
+    from experiments import zoo as script
+
+    monkeypatch.chdir(tmp_path)
+    ladder = Ladder.load("chess")
+    scores, played = [0.9, 0.5, 0.0], []
+
+    def level(done, label, agent, ladder, name):
+        score = scores[len(played)]
+        played.append(name)
+        wins = round(20 * score)
+        results = [("random", name, 1.0)] * wins + [("random", name, 0.0)] * (20 - wins)
+        return dict(player=label, measure=name, score=score, level=name, level_elo=ladder.levels[name],
+                    results=results, date="2026-12-07")
+
+    monkeypatch.setattr(script, "ladder_level", level)
+    monkeypatch.setattr(script, "match", lambda *args, **kwargs: {"measure": "against random"})
+    monkeypatch.setattr(script, "settings", lambda name, casual: [("rated setting", False, RandomAgent())])
+    monkeypatch.setattr(script, "Finished", lambda *args: None)
+    rows = script.rate_chess("chess-supervised", False, types.SimpleNamespace(workers=1))
+    assert played == sorted(ladder.engines, key=ladder.levels.get)[:3]  # weakest first, none above a zero
+    elo = rows[-1]
+    assert elo["measure"] == f"Elo on the Stockfish ladder ({ladder.scale})" and elo["count"] == 60
+    assert ladder.levels[played[0]] < elo["score"] < ladder.levels[played[2]]

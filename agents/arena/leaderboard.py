@@ -243,9 +243,9 @@ def play_board(variant: str, players: list, games: int, seed: int = 0, workers: 
 
 def ladder_section(variant: str, name: str, agent, levels: Sequence[int] = (1, 10, 100, 1000),
                    openings: int | None = None, workers: int = 1) -> str | None:
-    """A markdown section: the saved agent against its variant's published Fairy-Stockfish ladder (``openings``
-    of the published ones, both colors each; all when ``None``); ``None`` (and a note) when the variant has
-    no ladder or the engine is missing."""
+    """A markdown section: the saved agent against its variant's published ladder (``openings`` of the published
+    ones, both colors each; all when ``None``) at the node budgets ``levels`` (every level of a ladder without node
+    levels: 8x8's UCI_Elo ladder); ``None`` (and a note) when the variant has no ladder or the engine is missing."""
     try:
         ladder = Ladder.load(variant)
     except ValueError as exc:
@@ -253,15 +253,16 @@ def ladder_section(variant: str, name: str, agent, levels: Sequence[int] = (1, 1
         return None
     t0 = time.perf_counter()
     try:
-        result = play_ladder(agent, variant, tuple(levels), ladder, openings=openings, workers=workers)
+        chosen = tuple(levels) if ladder.node_levels() else None
+        result = play_ladder(agent, variant, chosen, ladder, openings=openings, workers=workers)
     except (EngineNotFoundError, ValueError) as exc:
         print(f"{name}: ladder not played: {exc}")
         return None
     games = 2 * len(ladder.openings[:openings] if openings else ladder.openings)
     print(f"[{variant} ladder] {name}: Elo {result.elo.elo:+.0f} in {time.perf_counter() - t0:.0f} s", flush=True)
-    return (f"## Strength ladder: {name} ({variant})\n\nFairy-Stockfish at fixed node budgets from the "
-            f"published balanced openings, {games} games a level (both colors of each); levels' Elo "
-            f"from the published calibration (fsf-n1 = 0); see docs/ladder.md.\n\n{ladder_table(result)}\n")
+    return (f"## Strength ladder: {name} ({variant})\n\nThe engine levels from the published balanced openings, "
+            f"{games} games a level (both colors of each); levels' Elo from the published calibration "
+            f"({ladder.scale}); see docs/ladder.md.\n\n{ladder_table(result)}\n")
 
 
 def leaderboard_plot(boards: dict[str, list[dict]], path: str) -> bool:

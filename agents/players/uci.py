@@ -20,6 +20,8 @@ import threading
 import warnings
 from typing import NamedTuple
 
+import numpy as np
+
 from agents.base import Agent, check_settings, need_position, read_manifest, write_manifest
 from minichess_envs.engine import IllegalMoveError
 from minichess_envs.variants import VARIANTS, get_variant
@@ -105,12 +107,15 @@ class UCIEngineAgent(Agent):
     :param file_options: allow options that name files (``Debug Log File``, ``EvalFile``, ...).
     :param variant_config: a Fairy-Stockfish ``variants.ini`` to load (``VariantPath``) for variants it does not
         build in; name the section with ``uci_variant``.
-    :param timeout: seconds to wait for any answer (on top of ``movetime``)."""
+    :param timeout: seconds to wait for any answer (on top of ``movetime``).
+    :param random_moves: the share of moves played uniformly at random among the legal ones instead of the engine's
+        (seeded by ``reset``): the 8x8 ladder's levels below Stockfish's weakest."""
 
     def __init__(self, variant: str = "gardner", engine: str | None = None, path: str | None = None, *,
                  nodes: int | None = None, depth: int | None = None, movetime: int | None = None,
                  options: dict | None = None, variant_config: str | None = None, uci_variant: str | None = None,
-                 name: str | None = None, timeout: float = 30.0, file_options: bool = False):
+                 name: str | None = None, timeout: float = 30.0, file_options: bool = False,
+                 random_moves: float = 0.0):
         v = get_variant(variant)
         self.variant = v.name
         self.engine = engine or default_engine(v.name)
@@ -140,6 +145,11 @@ class UCIEngineAgent(Agent):
         self.file_options = file_options
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if not isinstance(random_moves, (int, float)) or isinstance(random_moves, bool) \
+                or not 0.0 <= random_moves <= 1.0:
+            raise ValueError(f"random_moves must be a share in [0, 1], got {random_moves!r}")
+        self.random_moves = float(random_moves)
+        self._rng = np.random.default_rng()
         self.path = path  # as given: a saved agent searches again where it is loaded
         self.binary = find_engine(self.engine, path)
         self.timeout = float(timeout)
@@ -234,7 +244,8 @@ class UCIEngineAgent(Agent):
         self._read_until("readyok")
 
     def reset(self, seed: int | None = None) -> None:
-        """A new game: clear the engine's hash (its search is deterministic; ``seed`` is unused)."""
+        """A new game: clear the engine's hash (its search is deterministic); ``seed`` seeds the random moves."""
+        self._rng = np.random.default_rng(seed)
         if self._proc is not None and self._proc.poll() is None:
             self._send("ucinewgame")
             self._sync()
@@ -262,6 +273,8 @@ class UCIEngineAgent(Agent):
     def act(self, observation, action_mask, position=None) -> int:
         if need_position(self, position).variant.name != self.variant:
             raise ValueError(f"{self.name} is set up for {self.variant!r}, not {position.variant.name!r}")
+        if self.random_moves and self._rng.random() < self.random_moves:
+            return int(self._rng.choice(np.flatnonzero(action_mask)))
         move = self.bestmove(position)
         try:
             return position.move_to_action(move)
@@ -272,7 +285,8 @@ class UCIEngineAgent(Agent):
         """Write ``agent.json`` with the settings; not the binary, which is found again on load."""
         write_manifest(path, self, variant=self.variant, engine=self.engine,
                        **{self.limit: self.limit_value}, options=self.options, variant_config=self.variant_config,
-                       uci_variant=self.uci_variant, name=self.name, timeout=self.timeout)
+                       uci_variant=self.uci_variant, name=self.name, timeout=self.timeout,
+                       random_moves=self.random_moves)
 
     @classmethod
     def load(cls, path: str, binary: str | None = None, file_options: bool = False) -> UCIEngineAgent:
@@ -286,7 +300,7 @@ class UCIEngineAgent(Agent):
         settings = check_settings(path, settings, {"variant": str, "engine": str},
                                   {"nodes": (int, None), "depth": (int, None), "movetime": (int, None),
                                    "options": dict, "variant_config": (str, None), "uci_variant": (str, None),
-                                   "name": (str, None), "timeout": float})
+                                   "name": (str, None), "timeout": float, "random_moves": float})
         if settings.get("variant_config") is not None and not file_options:
             raise ValueError(f"{path}: the saved agent has the engine read variant_config "
                              f"{settings['variant_config']!r}: pass file_options=True to allow it")
