@@ -370,6 +370,19 @@ def test_elo_against_fixed_ratings_matches_the_hand_computed_case():
     assert both["x"].low < 200 < both["x"].high
 
 
+@pytest.mark.parametrize("anchor", [613.0, 1350.0, 2391.0])
+def test_elo_against_a_level_far_from_0_moves_with_the_anchor(anchor):
+    """The model sees differences only: anchored at any Elo, a rating is the anchor-0 one shifted, even where the
+    player won (or lost) every game and only the virtual draw keeps it finite."""
+    from agents.arena.ratings import elo_mle
+
+    for score in (1.0, 0.0, 0.5):
+        games = [("x", "level", score)] * 100 + [("x", "level", 1.0)]
+        at_0 = elo_mle(games, anchor={"level": 0.0}, prior_draws=1.0)["x"]
+        shifted = elo_mle(games, anchor={"level": anchor}, prior_draws=1.0)["x"]
+        assert np.allclose(shifted[:3], (at_0.elo + anchor, at_0.low + anchor, at_0.high + anchor), atol=1e-4)
+
+
 def test_leaderboard_with_its_default_workers_and_a_trained_agent(tmp_path, capsys, monkeypatch):
     pytest.importorskip("torch", reason="the trained agent is an AlphaZero network: needs torch")
     from agents.alphazero.search import SearchConfig

@@ -148,7 +148,8 @@ def elo_mle(results: Iterable[tuple[str, str, float]], anchor: str | Mapping[str
         if N[i].sum() and (totals[i] == 0 or totals[i] == N[i].sum()) and free[i]:
             raise ValueError(f"{names[i]!r} {'won' if totals[i] else 'lost'} every game: its maximum-likelihood "
                              "Elo is infinite; pass prior_draws > 0")
-    r = _fit(np.array([fixed.get(name, 0.0) for name in names], float), N, S, free)
+    start = float(np.mean(list(fixed.values())))  # from 0 Newton's first steps overshoot anchors far from it
+    r = _fit(np.array([fixed.get(name, start) for name in names], float), N, S, free)
     if np.any(np.abs(r) > 4000 + max(abs(elo) for elo in fixed.values())):
         raise ValueError("Elo ratings are unbounded (some group won every game against the rest); "
                          "pass prior_draws > 0")
