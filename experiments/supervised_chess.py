@@ -50,7 +50,7 @@ class Options:
 
     out: str = "runs/supervised_chess"  # report.md, tournament_elo.png, pretraining.png, *.csv, data/, pretrain/
     pgn: Optional[str] = None  # learn from this PGN file instead of Stockfish's games (value target: the result)
-    games: int = 6000  # Stockfish self-play games
+    games: int = 12000  # Stockfish self-play games
     epochs: int = 1  # of pretraining, before DAgger
     dagger_rounds: int = 1  # after pretraining: the policy plays, Stockfish labels, one more epoch
     workers: int = 0  # processes (0: all cores)
