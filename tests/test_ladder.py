@@ -57,7 +57,7 @@ def test_a_ladder_is_calibrated_published_and_played(tmp_path):
     assert ratings["fsf-n1"].elo == 0 and ratings["fsf-n100"].elo > 0
     assert [(m.a, m.b, len(m.games)) for m in matches] == [("fsf-n1", "fsf-n100", 6)]
     path = write_ladder("gardner", openings, ratings, {"test": True}, engines, "fsf-n1 = 0", matches,
-                        str(tmp_path / "gardner.json"))
+                        path=str(tmp_path / "gardner.json"))
     ladder = Ladder.load("gardner", path)
     assert ladder.openings == openings and ladder.levels["fsf-n1"] == 0 and ladder.engines == engines
     assert play_ladder(GreedyAgent(), "gardner", levels=["fsf-n100"], ladder=ladder, workers=1).levels == \
@@ -136,3 +136,20 @@ def test_each_8x8_level_searches_4_lines_to_the_depth_where_its_skill_chooses():
         depths = [int(line.split()[2]) for line in out if line.startswith("info depth")]
         assert spec["depth"] == 2 + math.floor(skill_level(elo))
         assert sorted(set(depths)) == list(range(1, spec["depth"] + 1))
+
+
+@pytest.mark.needs_engine("stockfish")
+def test_a_ladder_refuses_an_engine_other_than_the_one_it_was_calibrated_with(tmp_path):
+    from agents.arena.ladder import Ladder, play_ladder
+
+    ladder = Ladder.load("chess")
+    assert ladder.engine_id == "Stockfish 15.1"  # Debian's, whose UCI_Elo formula skill_level follows
+    engines = ladder.agents(["stockfish-elo1350"])
+    assert engines[0].id_name == "Stockfish 15.1"
+    engines[0].close()
+    data = json.load(open(os.path.join("agents", "arena", "ladders", "chess.json")))
+    data["engine_id"] = "Stockfish 16.1"
+    (tmp_path / "chess.json").write_text(json.dumps(data))
+    other = Ladder.load("chess", str(tmp_path / "chess.json"))
+    with pytest.raises(ValueError, match="calibrated with Stockfish 16.1; .* is Stockfish 15.1"):
+        play_ladder(RandomAgent(), "chess", ladder=other)

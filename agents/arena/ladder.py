@@ -137,15 +137,16 @@ def crosstable(names: Sequence[str], matches: Sequence[MatchResult]) -> str:
 
 
 def write_ladder(variant: str, openings: Sequence[Opening], ratings: dict[str, Rating], settings: dict,
-                 engines: dict[str, dict], scale: str, matches: Sequence[MatchResult] = (),
-                 path: str | None = None) -> str:
-    """Publish a variant's openings, levels (their engine settings and Elo on ``scale``) and calibration games'
-    scores as JSON (default: ``agents/arena/ladders/<variant>.json``)."""
+                 engines: dict[str, dict], scale: str, matches: Sequence[MatchResult] = (), *,
+                 engine_id: str | None = None, path: str | None = None) -> str:
+    """Publish a variant's openings, levels (their engine settings and Elo on ``scale``), calibration games' scores
+    and the engine that played them (``engine_id``, its UCI ``id name``) as JSON (default:
+    ``agents/arena/ladders/<variant>.json``)."""
     variant = get_variant(variant).name
     path = path or os.path.join(LADDER_DIR, f"{variant}.json")
     pairings = [{"a": m.a, "b": m.b, "games": len(m.games), "a_score": m.tally(m.a).score} for m in matches]
     write_json(path, {"format": FORMAT, "variant": variant, "made": datetime.date.today().isoformat(),
-                      "scale": scale, "settings": settings, "openings": [o._asdict() for o in openings],
+                      "scale": scale, "engine_id": engine_id, "settings": settings, "openings": [o._asdict() for o in openings],
                       "engines": engines, "levels": {name: r._asdict() for name, r in ratings.items()},
                       "calibration": pairings})
     return path
@@ -161,6 +162,7 @@ class Ladder:
     settings: dict
     engines: dict[str, dict]  # level name -> UCIEngineAgent keyword arguments
     scale: str  # what the Elo figures are relative to
+    engine_id: str | None = None  # the calibrating engine's UCI id name; another engine's levels are other players
 
     @classmethod
     def load(cls, variant: str, path: str | None = None) -> Ladder:
@@ -180,12 +182,15 @@ class Ladder:
                     raise ValueError(f"level {level!r} is unrated or sets {', '.join(sorted(set(spec) - LEVEL_KEYS))}"
                                      f" (a level sets only {', '.join(sorted(LEVEL_KEYS))})")
             scale = str(data["scale"])
+            engine_id = data.get("engine_id")
+            if engine_id is not None and not isinstance(engine_id, str):
+                raise ValueError(f"engine_id must be the engine's name, not {engine_id!r}")
         except FileNotFoundError:
             raise ValueError(f"no published ladder for {variant!r} at {path}: make one with "
                              f"python -m agents.arena.ladder {variant}") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"cannot read the ladder {path}: {exc}") from None
-        return cls(name, openings, levels, data.get("settings", {}), engines, scale)
+        return cls(name, openings, levels, data.get("settings", {}), engines, scale, engine_id)
 
     def node_levels(self) -> dict[int, str]:
         """``{node budget: level name}`` of the levels that search a fixed number of nodes."""
@@ -200,7 +205,14 @@ class Ladder:
         if missing:
             raise ValueError(f"the {self.variant} ladder has no calibrated level {', '.join(map(str, missing))}; "
                              f"its levels: {', '.join(self.engines)}")
-        return [UCIEngineAgent(self.variant, name=n, **self.engines[n]) for n in names]
+        agents = [UCIEngineAgent(self.variant, name=n, **self.engines[n]) for n in names]
+        if self.engine_id and agents:
+            agents[0].start()
+            if agents[0].id_name != self.engine_id:
+                close_agents(agents)
+                raise ValueError(f"the {self.variant} ladder was calibrated with {self.engine_id}; "
+                                 f"{agents[0].binary} is {agents[0].id_name}, whose levels are other players")
+        return agents
 
 
 @dataclasses.dataclass
@@ -303,9 +315,13 @@ def main(argv=None) -> int:
     for name, r in ratings.items():
         print(f"{name}: {r.elo:+.0f} [{r.low:+.0f}, {r.high:+.0f}] over {r.games} games", flush=True)
     print(crosstable(list(engines), matches))
+    with UCIEngineAgent(args.variant, **next(iter(engines.values()))) as engine:
+        engine.start()
+        engine_id = engine.id_name
     unused = ("levels",) if args.uci_elo else ("uci_elo", "random_moves")
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "workers", *unused)}
-    print(write_ladder(args.variant, openings, ratings, settings, engines, scale, matches, args.out))
+    print(write_ladder(args.variant, openings, ratings, settings, engines, scale, matches, engine_id=engine_id,
+                      path=args.out))
     return 0
 
 

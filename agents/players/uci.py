@@ -156,7 +156,7 @@ class UCIEngineAgent(Agent):
         short = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}[self.engine]
         unit = {"nodes": "n", "depth": "d", "movetime": "ms"}[self.limit]
         self.name = name or f"{short}-{unit}{self.limit_value}"
-        self._proc = self._lines = None
+        self._proc = self._lines = self.id_name = None
 
     def start(self) -> None:
         """Start the engine and configure it (done by the first move if not called)."""
@@ -171,7 +171,10 @@ class UCIEngineAgent(Agent):
         self._lines = queue.Queue()
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
         self._send("uci")
-        options = [line for line in self._read_until("uciok") if line.startswith("option name UCI_Variant ")]
+        lines = self._read_until("uciok")
+        #: The engine's own name and version (its ``id name``), e.g. ``Stockfish 15.1``.
+        self.id_name = next((line[len("id name "):] for line in lines if line.startswith("id name ")), None)
+        options = [line for line in lines if line.startswith("option name UCI_Variant ")]
         known = options[0].split(" var ")[1:] if options else []
         if self.uci_variant and not self.variant_config and self.uci_variant not in known:
             self.close()
