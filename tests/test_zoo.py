@@ -214,7 +214,7 @@ def test_a_rating_goes_on_from_the_measures_it_finished(tmp_path, monkeypatch, t
     assert not path.exists()
 
 
-def test_an_8x8_rating_climbs_the_ladder_up_to_the_first_level_where_it_scores_nothing(tmp_path, monkeypatch):
+def test_an_8x8_rating_climbs_up_to_the_first_level_where_it_scores_nothing(tmp_path, monkeypatch, torch):
     from agents.arena.ladder import Ladder
     from experiments import zoo as script
 
