@@ -19,7 +19,7 @@ import numpy as np
 
 from agents.arena import MatchResult, Tally, all_games, batches, close_agents, rating_results, run_tournament
 from agents.arena.ratings import Rating, elo_mle
-from agents.players.uci import EngineNotFoundError, UCIEngineAgent, default_engine, find_engine
+from agents.players.uci import SHORT_NAMES, EngineNotFoundError, UCIEngineAgent, default_engine, find_engine
 from agents.reports import markdown_table
 from agents.runs import write_json
 from minichess_envs.positions import random_plies
@@ -78,8 +78,7 @@ def node_engines(variant: str, nodes: Sequence[int] = LEVELS, engine: str | None
     """Levels searching fixed node budgets: ``{name: UCIEngineAgent keyword arguments}``, named ``fsf-nN``
     (``stockfish-nN``); the engine's moves depend only on the game."""
     engine = engine or default_engine(variant)
-    short = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}[engine]
-    return {f"{short}-n{n}": {"engine": engine, "nodes": int(n)} for n in nodes}
+    return {f"{SHORT_NAMES[engine]}-n{n}": {"engine": engine, "nodes": int(n)} for n in nodes}
 
 
 def skill_level(elo: float) -> float:
@@ -146,9 +145,9 @@ def write_ladder(variant: str, openings: Sequence[Opening], ratings: dict[str, R
     path = path or os.path.join(LADDER_DIR, f"{variant}.json")
     pairings = [{"a": m.a, "b": m.b, "games": len(m.games), "a_score": m.tally(m.a).score} for m in matches]
     write_json(path, {"format": FORMAT, "variant": variant, "made": datetime.date.today().isoformat(),
-                      "scale": scale, "engine_id": engine_id, "settings": settings, "openings": [o._asdict() for o in openings],
-                      "engines": engines, "levels": {name: r._asdict() for name, r in ratings.items()},
-                      "calibration": pairings})
+                      "scale": scale, "engine_id": engine_id, "settings": settings,
+                      "openings": [o._asdict() for o in openings], "engines": engines,
+                      "levels": {name: r._asdict() for name, r in ratings.items()}, "calibration": pairings})
     return path
 
 

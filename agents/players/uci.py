@@ -28,6 +28,8 @@ from minichess_envs.variants import VARIANTS, get_variant
 
 #: The engines spoken to (each also the name of its Debian/Ubuntu package).
 ENGINES = ("fairy-stockfish", "stockfish")
+#: Each engine's short name, which starts its agents' default names (``fsf-n100``, ``stockfish-d2``).
+SHORT_NAMES = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}
 SEARCH_DIRS = ("/usr/games", "/usr/local/games")  # Debian installs games here, often not on PATH
 #: Options naming files the engine writes or reads (refused unless ``file_options=True``); lower case: UCI option
 #: names are case-insensitive.
@@ -153,9 +155,8 @@ class UCIEngineAgent(Agent):
         self.path = path  # as given: a saved agent searches again where it is loaded
         self.binary = find_engine(self.engine, path)
         self.timeout = float(timeout)
-        short = {"fairy-stockfish": "fsf", "stockfish": "stockfish"}[self.engine]
         unit = {"nodes": "n", "depth": "d", "movetime": "ms"}[self.limit]
-        self.name = name or f"{short}-{unit}{self.limit_value}"
+        self.name = name or f"{SHORT_NAMES[self.engine]}-{unit}{self.limit_value}"
         self._proc = self._lines = self.id_name = None
 
     def start(self) -> None:
